@@ -1,0 +1,258 @@
+"""The account's CU limiter: 12-second windows, reserve-then-settle, daily allowance.
+
+A plain policy object with no SimPy in it: time is passed in as ``now`` (seconds of
+simulated time), and windows are computed lazily from ``now`` -- nothing ticks.
+
+Along a timeline (budget 100 CU, ``epoch`` alignment, ``origin-window`` refunds)::
+
+    t=0.0   reserve(60, actual=20) -> OK        window 0 used 60
+    t=1.0   reserve(60, actual=60) -> THROTTLED  60+60 > 100; phantom: 60-40+60 <= 100
+    t=2.0   settle(window 0, 60 -> 20)           window 0 used 20 (refund of 40)
+    t=3.0   reserve(60, actual=60) -> OK         window 0 used 80
+    t=12.0  a new window: used 0; Retry-After at t=1.0 was ceil(12-1) = 11 s
+
+Rules (spec 8.1, 8.2, 7):
+
+* One budget per account; every key, API and region draws on the same limiter.
+* ``epoch`` windows start at multiples of ``window_s`` from simulation time 0;
+  ``first-hit`` windows start at the first billed reservation after the previous expired.
+* A billed action reserves its cost at admission. It is admitted when the window's
+  counter plus the cost fits the budget; otherwise it is throttled and holds nothing.
+  A cost that can never fit (> budget) is ``OVERSIZED``.
+* Settling refunds ``reserved - actual``: to the window it was reserved in while that
+  window is still current (``origin-window``), or to whichever window is current
+  (``current-window``). The counter never goes below zero.
+* The daily allowance is a separate ledger reset at 00:00 UTC of the simulated clock
+  (``day_offset_s`` is the UTC time of day at simulation time 0). A billed action the
+  remaining allowance cannot cover is refused (``NO_ALLOWANCE``, HTTP 402). Settling
+  refunds the ledger of the day the action was reserved in, if that day is current.
+* Unbilled actions (cost 0) are always admitted and never open a window.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+OK, THROTTLED, NO_ALLOWANCE, OVERSIZED = 0, 1, 2, 3
+"""Results of :meth:`CULimiter.reserve`."""
+
+DAY_S = 86_400.0
+_EPS = 1e-9  # relative slack so that sums of decimal CU costs compare as on paper
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """Per-window columns (equal-length lists) exported once at the end of a run."""
+
+    start_s: list[float]
+    reserved_cu: list[float]
+    settled_cu: list[float]
+    peak_used_cu: list[float]
+    admitted: list[int]
+    throttled: list[int]
+    phantom: list[int]
+
+
+class CULimiter:
+    """Reservation-then-settle limiter for one account.
+
+    Parameters
+    ----------
+    budget_cu:
+        CU per window (the tier's ``cu_per_window``).
+    window_s:
+        Window length; the spec fixes 12 s.
+    alignment:
+        ``"epoch"`` or ``"first-hit"``.
+    refund_to:
+        ``"origin-window"`` or ``"current-window"``.
+    daily_allowance_cu:
+        Included CU per UTC day, or ``None`` for no daily limit.
+    day_offset_s:
+        Seconds since 00:00 UTC at simulation time 0.
+    """
+
+    def __init__(
+        self,
+        budget_cu: float,
+        *,
+        window_s: float = 12.0,
+        alignment: str = "epoch",
+        refund_to: str = "origin-window",
+        daily_allowance_cu: float | None = None,
+        day_offset_s: float = 0.0,
+    ) -> None:
+        if alignment not in ("epoch", "first-hit"):
+            raise ValueError(f"alignment must be 'epoch' or 'first-hit', not {alignment!r}")
+        if refund_to not in ("origin-window", "current-window"):
+            raise ValueError(f"refund_to must be 'origin-window' or 'current-window', not {refund_to!r}")
+        if budget_cu <= 0 or window_s <= 0:
+            raise ValueError("budget_cu and window_s must be positive")
+        self.budget_cu = float(budget_cu)
+        self.window_s = float(window_s)
+        self.alignment = alignment
+        self.refund_to = refund_to
+        self.daily_allowance_cu = daily_allowance_cu
+        self.day_offset_s = float(day_offset_s)
+        self._limit = self.budget_cu * (1 + _EPS)
+        self._epoch = alignment == "epoch"
+        self._origin = refund_to == "origin-window"
+
+        # The current window: its id (position in the stats lists), start and counter.
+        self.wid = -1
+        self._start = -math.inf
+        self._end = -math.inf  # for first-hit, no window is open while now >= _end
+        self._used = 0.0
+        self._pending_excess = 0.0  # in-flight (reserved - actual) of this window
+        self._pending_excess_all = 0.0  # same, over every window (current-window refunds)
+
+        self.day = -1
+        self._day_end = -math.inf
+        self._day_used = 0.0
+        self.daily_used: dict[int, float] = {}
+        self.daily_exhausted_at: dict[int, float] = {}
+
+        self._w_start: list[float] = []
+        self._w_reserved: list[float] = []
+        self._w_settled: list[float] = []
+        self._w_peak: list[float] = []
+        self._w_admitted: list[int] = []
+        self._w_throttled: list[int] = []
+        self._w_phantom: list[int] = []
+        self.last_phantom = False
+
+    # -- windows ---------------------------------------------------------------------
+
+    def _open_window(self, start: float) -> None:
+        if self._epoch:
+            wid = int(start // self.window_s)
+            while len(self._w_start) <= wid:  # idle windows in between get empty rows
+                self._append_window(len(self._w_start) * self.window_s)
+        else:
+            wid = len(self._w_start)
+            self._append_window(start)
+        self.wid = wid
+        self._start = start
+        self._end = start + self.window_s
+        self._used = 0.0
+        self._pending_excess = 0.0
+
+    def _append_window(self, start: float) -> None:
+        self._w_start.append(start)
+        self._w_reserved.append(0.0)
+        self._w_settled.append(0.0)
+        self._w_peak.append(0.0)
+        self._w_admitted.append(0)
+        self._w_throttled.append(0)
+        self._w_phantom.append(0)
+
+    def _roll(self, now: float) -> bool:
+        """Bring the window up to ``now``; False if no window is open (first-hit, idle)."""
+        if now < self._end:
+            return True
+        if self._epoch:
+            self._open_window(math.floor(now / self.window_s) * self.window_s)
+            return True
+        return False
+
+    def _roll_day(self, now: float) -> None:
+        if now >= self._day_end:
+            day = int((now + self.day_offset_s) // DAY_S)
+            self.day = day
+            self._day_end = (day + 1) * DAY_S - self.day_offset_s
+            self._day_used = 0.0
+
+    # -- verbs -----------------------------------------------------------------------
+
+    def reserve(self, now: float, cost: float, actual: float | None = None) -> int:
+        """Try to reserve ``cost`` CU at ``now``; returns OK, THROTTLED, NO_ALLOWANCE or OVERSIZED.
+
+        ``actual`` is what the action will settle to (defaults to ``cost``); it is used
+        only to tell *phantom* throttles -- ones that would have fitted had every
+        in-flight reservation already settled -- from real ones (:attr:`last_phantom`).
+        On OK, :attr:`wid` and :attr:`day` identify the reservation for :meth:`settle`.
+        """
+        self.last_phantom = False
+        if cost <= 0.0:
+            return OK
+        if cost > self._limit:
+            return OVERSIZED
+        allowance = self.daily_allowance_cu
+        if allowance is not None:
+            if now >= self._day_end:
+                self._roll_day(now)
+            if self._day_used + cost > allowance * (1 + _EPS):
+                self.daily_exhausted_at.setdefault(self.day, now)
+                return NO_ALLOWANCE
+        if now >= self._end and not self._roll(now):
+            self._open_window(now)  # first-hit: this billed request starts a window
+        wid = self.wid
+        used = self._used
+        if used + cost > self._limit:
+            self._w_throttled[wid] += 1
+            pending = self._pending_excess if self._origin else self._pending_excess_all
+            if used - pending + cost <= self._limit:
+                self.last_phantom = True
+                self._w_phantom[wid] += 1
+            return THROTTLED
+        used += cost
+        self._used = used
+        if used > self._w_peak[wid]:
+            self._w_peak[wid] = used
+        self._w_reserved[wid] += cost
+        self._w_admitted[wid] += 1
+        excess = cost - (cost if actual is None else actual)
+        if excess > 0.0:
+            self._pending_excess += excess
+            self._pending_excess_all += excess
+        if allowance is not None:
+            self._day_used += cost
+            self.daily_used[self.day] = self._day_used
+        return OK
+
+    def settle(self, now: float, wid: int, day: int, reserved: float, actual: float) -> None:
+        """Settle a reservation made in window ``wid`` and day ``day`` to ``actual`` CU."""
+        if reserved <= 0.0:
+            return
+        self._w_settled[wid] += actual
+        refund = reserved - actual
+        if refund <= 0.0:
+            return
+        self._pending_excess_all -= refund
+        if self._roll(now):  # a window is current at `now`
+            if wid == self.wid:
+                self._pending_excess -= refund
+                self._used = max(0.0, self._used - refund)
+            elif not self._origin:
+                self._used = max(0.0, self._used - refund)
+        if self.daily_allowance_cu is not None:
+            if now >= self._day_end:
+                self._roll_day(now)
+            if day == self.day:
+                self._day_used = max(0.0, self._day_used - refund)
+                self.daily_used[day] = self._day_used
+
+    def retry_after(self, now: float) -> int:
+        """Whole seconds (ceil, at least 1) from ``now`` to the start of the next window."""
+        if self._epoch:
+            next_start = (math.floor(now / self.window_s) + 1) * self.window_s
+        else:
+            next_start = self._end if now < self._end else now
+        wait = max(1, math.ceil(next_start - now))
+        if now + wait < next_start:  # float rounding put us a hair short of the boundary
+            wait += 1
+        return wait
+
+    def available(self, now: float) -> float:
+        """CU a reservation at ``now`` could take from the window (ignores the daily ledger)."""
+        if now >= self._end and not self._roll(now):
+            return self.budget_cu
+        return max(0.0, self.budget_cu - self._used)
+
+    def window_stats(self) -> WindowStats:
+        """Per-window columns; windows are rows in order of their start."""
+        return WindowStats(
+            self._w_start, self._w_reserved, self._w_settled, self._w_peak,
+            self._w_admitted, self._w_throttled, self._w_phantom,
+        )

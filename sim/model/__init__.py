@@ -1,0 +1,1 @@
+"""The SimPy model: clients, the service's admission path and the run of one tier."""

@@ -1,0 +1,229 @@
+"""One tier's run: a SimPy environment replaying the plan's demand against the service.
+
+The life of an attempt (times in simulated seconds)::
+
+    client sends at t ──rtt/2──► service admits or refuses at t + rtt/2
+        admitted: reserve CU ──service time──► settle, reply ──rtt/2──► client
+        refused:  reply (434 / -32005 / 402 / 401 / 421 / oversized) ──rtt/2──► client
+    client: done, or wait per its retry policy and send attempt n+1
+
+Admission and completion are SimPy timeout callbacks (fire-and-forget, two events per
+admitted attempt); closed-loop workers are generator processes (the story of a worker).
+The open-loop feeder wakes once per ``FEED_HORIZON_S`` and schedules the arrivals of
+that slice, so no process or event exists per request before its time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from ..limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, CULimiter, WindowStats
+from ..limiter import OK as LIM_OK
+from ..rng import stream
+from ..scenario_model import SIZE
+from ..tiers import APIS, RPC, Tier
+from ..workload.demand import Plan
+from . import recorder as rc
+from .retry import RetryDecider
+
+FEED_HORIZON_S = 1.0
+_NAN = math.nan
+
+
+class Request:
+    """A logical request in flight (mutable: the attempt number and times change)."""
+
+    __slots__ = ("rid", "source", "method", "key", "region", "items", "reserve", "actual",
+                 "service_s", "t_first", "t_send", "attempt", "wid", "day", "half_rtt",
+                 "on_done")
+
+    def __init__(self, rid, source, method, key, region, items, reserve, actual, service_s,
+                 t_first, half_rtt, on_done=None):
+        self.rid, self.source, self.method, self.key, self.region = rid, source, method, key, region
+        self.items, self.reserve, self.actual, self.service_s = items, reserve, actual, service_s
+        self.t_first = self.t_send = t_first
+        self.attempt = 1
+        self.wid = self.day = -1
+        self.half_rtt = half_rtt
+        self.on_done = on_done
+
+
+@dataclass
+class TierResult:
+    """What one tier's run produced (columnar), before metrics are computed."""
+
+    tier: Tier
+    attempts: dict[str, np.ndarray]
+    requests: dict[str, np.ndarray]
+    windows: WindowStats
+    window_s: float
+    budget_cu: float
+    daily_used: dict[int, float]
+    daily_exhausted_at: dict[int, float]
+    daily_allowance_cu: float | None
+    retry_budget_refusals: int
+    end_s: float
+    extra: dict = field(default_factory=dict)
+
+
+class TierRun:
+    """Build the model for ``tier`` from ``plan``, then :meth:`run` it once."""
+
+    def __init__(self, plan: Plan, tier: Tier,
+                 progress: Callable[[float], None] | None = None) -> None:
+        sc = plan.scenario
+        self.plan, self.tier, self.progress = plan, tier, progress
+        self.env = simpy.Environment()
+        allowance = plan.loaded.pricing.for_tier(tier).daily_allowance_cu
+        self.limiter = CULimiter(
+            tier.cu_per_window, alignment=sc.limiter.alignment, refund_to=sc.limiter.refund_to,
+            daily_allowance_cu=allowance, day_offset_s=sc.day_offset_s)
+        self.rec = rc.Recorder()
+        t = plan.tables
+        self._method_in_tier = [tier.includes(APIS[a]) for a in t.method_api]
+        self._method_rpc = [APIS[a] == RPC for a in t.method_api]
+        self._method_needs_h2 = [m == SIZE or APIS[a] == RPC for m, a in zip(t.methods, t.method_api, strict=True)]
+        self._key_valid = t.key_valid.tolist()
+        self._half_rtt = (t.region_rtt_s / 2).tolist()
+        self._deciders, self._retry_codes, self._h2_ok = [], [], []
+        for src in sc.sources:
+            client = sc.clients[src.client]
+            self._deciders.append(RetryDecider(client.retry, stream(sc.seed, "source", src.name, "retry")))
+            self._retry_codes.append(frozenset(rc.OUTCOMES.index(o) for o in client.retry.retry_on
+                                               if o in rc.OUTCOMES))
+            self._h2_ok.append(client.http_version == "2" and client.sni)
+        self._next_rid = len(plan.demand)
+
+    # -- the run ---------------------------------------------------------------------
+
+    def run(self) -> TierResult:
+        """Simulate until every request, retries included, has its final outcome."""
+        env = self.env
+        env.process(self._feed())
+        sc = self.plan.scenario
+        for i in self.plan.closed_sources:
+            for w in range(sc.sources[i].workers.count):
+                env.process(self._worker(i, w))
+        env.run()
+        attempts, requests = self.rec.arrays()
+        lim = self.limiter
+        return TierResult(
+            tier=self.tier, attempts=attempts, requests=requests, windows=lim.window_stats(),
+            window_s=lim.window_s, budget_cu=lim.budget_cu, daily_used=dict(lim.daily_used),
+            daily_exhausted_at=dict(lim.daily_exhausted_at),
+            daily_allowance_cu=lim.daily_allowance_cu,
+            retry_budget_refusals=sum(d.budget_refusals for d in self._deciders),
+            end_s=env.now)
+
+    def _feed(self):
+        """Open loop: schedule each slice's arrivals; requests never wait for replies."""
+        d, env = self.plan.demand, self.env
+        t, source, method = d.t.tolist(), d.source.tolist(), d.method.tolist()
+        key, region, items = d.key.tolist(), d.region.tolist(), d.items.tolist()
+        reserve, actual, service = d.reserve.tolist(), d.actual.tolist(), d.service_s.tolist()
+        half_rtt, arrive, deciders = self._half_rtt, self._arrive, self._deciders
+        n, i, next_report = len(t), 0, 0.0
+        while i < n:
+            until = env.now + FEED_HORIZON_S
+            while i < n and t[i] < until:
+                h = half_rtt[region[i]]
+                r = Request(i, source[i], method[i], key[i], region[i], items[i], reserve[i],
+                            actual[i], service[i], t[i], h)
+                deciders[r.source].on_request()
+                env.timeout(t[i] + h - env.now, r).callbacks.append(arrive)
+                i += 1
+            if self.progress and env.now >= next_report:
+                self.progress(env.now)
+                next_report = env.now + 60.0
+            if i < n:
+                yield env.timeout(max(until, math.floor(t[i])) - env.now)
+
+    def _worker(self, src_idx: int, worker: int):
+        """Closed loop: send, wait for the final outcome, think, repeat until the end."""
+        sc, env = self.plan.scenario, self.env
+        src = sc.sources[src_idx]
+        drawer = self.plan.drawer_for(src_idx, worker)
+        think_rng = stream(sc.seed, "source", src.name, "worker", worker, "think")
+        think = src.workers.think.sample(think_rng, 4096).tolist()
+        tab = self.plan.tables
+        key = tab.keys.index(src.key)
+        region = tab.regions.index(sc.region_of(src))
+        h = self._half_rtt[region]
+        decider = self._deciders[src_idx]
+        k, cols = 0, None
+        # Workers start spread over one think time, not all at t = 0.
+        yield env.timeout(think_rng.random() * src.workers.think.mean)
+        while env.now < sc.duration_s:
+            if cols is None or k == len(cols[0]):
+                cols, k = [c.tolist() for c in drawer.draw(256)], 0
+            done = env.event()
+            r = Request(self._next_rid, src_idx, cols[0][k], key, region, cols[1][k],
+                        cols[2][k], cols[3][k], cols[4][k], env.now, h, done)
+            self._next_rid += 1
+            decider.on_request()
+            env.timeout(h, r).callbacks.append(self._arrive)
+            pause = think[k % len(think)]
+            k += 1
+            yield done
+            yield env.timeout(h + pause)
+
+    # -- the service side ------------------------------------------------------------
+
+    def _arrive(self, event) -> None:
+        """An attempt reaches the service: protocol, key, subscription, then the limiter."""
+        r, now = event.value, self.env.now
+        m = r.method
+        retry_after = _NAN
+        if self._method_needs_h2[m] and not self._h2_ok[r.source]:
+            outcome = rc.PROTO_421
+        elif not self._key_valid[r.key]:
+            outcome = rc.AUTH_401
+        elif not self._method_in_tier[m]:
+            outcome = rc.PAY_402
+        else:
+            lim = self.limiter
+            status = lim.reserve(now, r.reserve, r.actual)
+            if status == LIM_OK:
+                r.wid, r.day = lim.wid, lim.day
+                self.env.timeout(r.service_s, r).callbacks.append(self._complete)
+                return
+            if status == THROTTLED:
+                if self._method_rpc[m]:
+                    outcome = rc.RPC_32005
+                else:
+                    outcome, retry_after = rc.HTTP_434, float(lim.retry_after(now))
+                self._reply(r, now, outcome, retry_after, lim.last_phantom)
+                return
+            outcome = rc.PAY_402 if status == NO_ALLOWANCE else rc.OVERSIZED
+            assert status in (NO_ALLOWANCE, OVERSIZED)
+        self._reply(r, now, outcome, retry_after, False)
+
+    def _complete(self, event) -> None:
+        r, now = event.value, self.env.now
+        self.limiter.settle(now, r.wid, r.day, r.reserve, r.actual)
+        self._reply(r, now, rc.OK, _NAN, False)
+
+    def _reply(self, r: Request, now: float, outcome: int, retry_after: float,
+               phantom: bool) -> None:
+        """Record the attempt, then retry it or finish the logical request."""
+        t_back = now + r.half_rtt
+        ok = outcome == rc.OK
+        self.rec.attempt(r.rid, r.attempt, r.source, r.method, r.key, r.region, r.t_send,
+                         t_back, outcome, r.reserve if ok else 0.0, r.actual if ok else 0.0,
+                         retry_after, phantom)
+        if not ok and outcome in self._retry_codes[r.source]:
+            wait = self._deciders[r.source].delay(r.attempt, None if retry_after != retry_after
+                                                  else retry_after)
+            if wait is not None:
+                r.attempt += 1
+                r.t_send = t_back + wait
+                self.env.timeout(2 * r.half_rtt + wait, r).callbacks.append(self._arrive)
+                return
+        self.rec.request(r.rid, r.source, r.method, r.t_first, t_back, outcome, r.attempt)
+        if r.on_done is not None:
+            r.on_done.succeed()

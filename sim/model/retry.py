@@ -1,0 +1,59 @@
+"""Client retry policies (pure: no SimPy).
+
+``delay(attempt, retry_after)`` answers how long a client waits before attempt
+``attempt + 1`` after a refused ``attempt``, or ``None`` when it gives up (attempts
+exhausted, or the retry budget spent). Jitter comes from the client's own named stream,
+pre-drawn in blocks so that a retry costs no generator call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..scenario_model import RetryPolicy
+
+_BLOCK = 4096
+
+
+class RetryDecider:
+    """One client's retry behaviour, with its retry budget and jitter stream."""
+
+    def __init__(self, policy: RetryPolicy, rng: np.random.Generator) -> None:
+        self.policy = policy
+        self.retry_on = frozenset(policy.retry_on)
+        self._kind = policy.policy
+        self._rng = rng
+        self._u = rng.random(_BLOCK)
+        self._i = 0
+        self.requests = 0
+        self.retries = 0
+        self.budget_refusals = 0
+
+    def _uniform(self) -> float:
+        if self._i == _BLOCK:
+            self._u = self._rng.random(_BLOCK)
+            self._i = 0
+        u = self._u[self._i]
+        self._i += 1
+        return float(u)
+
+    def on_request(self) -> None:
+        """Count a new logical request (the retry budget grows with them)."""
+        self.requests += 1
+
+    def delay(self, attempt: int, retry_after: float | None) -> float | None:
+        """Seconds to wait before the next attempt, or ``None`` to give up."""
+        p = self.policy
+        if self._kind == "none" or attempt >= p.max_attempts:
+            return None
+        if p.budget_ratio is not None and \
+                self.retries >= p.budget_ratio * self.requests + p.budget_min_retries:
+            self.budget_refusals += 1
+            return None
+        self.retries += 1
+        if self._kind == "fixed":
+            return p.delay_s
+        if self._kind == "retry-after" and retry_after is not None:
+            return retry_after + p.jitter_s * self._uniform()
+        # exponential with full jitter (also retry-after's fallback without a header)
+        return self._uniform() * min(p.cap_s, p.base_s * 2.0 ** (attempt - 1))

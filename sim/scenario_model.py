@@ -1,0 +1,264 @@
+"""The scenario format: frozen, validated configuration objects.
+
+A scenario file (TOML) is parsed into :class:`Scenario`. Every model forbids unknown
+keys; :mod:`sim.scenario` turns validation errors into one clear message with the
+file, line, key path and expectation. Units: times in seconds unless a field says
+``_ms``; rates per second; CU in compute units.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .distributions import Beta, Distribution, LogNormal
+from .tiers import APIS
+from .workload.arrivals import ArrivalProcess
+
+SIZE = "POST /v1/size"
+BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE: "search"}
+METHOD_ALIASES = {"size": SIZE, "/v1/size": SIZE}
+RETRYABLE_DEFAULT = ("434", "-32005", "430", "435", "ws_cu_rejected")
+
+
+class Strict(BaseModel):
+    """Base: frozen, unknown keys are errors."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def parse_duration(value: float | int | str) -> float:
+    """Seconds from a number or a string such as ``"90s"``, ``"15m"``, ``"1h"``, ``"2d"``."""
+    if isinstance(value, int | float):
+        return float(value)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d)?\s*", str(value))
+    if not match:
+        raise ValueError("expected seconds or a duration such as '90s', '15m', '1h', '2d'")
+    unit = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2) or "s"]
+    return float(match.group(1)) * unit
+
+
+class Region(Strict):
+    """A regional hostname with its own round-trip time."""
+
+    name: str = Field(min_length=1)
+    rtt_ms: float = Field(default=20.0, ge=0)
+
+
+class CustomTier(Strict):
+    """A tier a user adds to the catalog (for a negotiated contract, say)."""
+
+    name: str = Field(min_length=1)
+    apis: list[Literal["rpc", "search", "streams"]] = Field(default_factory=lambda: list(APIS))
+    cu_per_window: float = Field(gt=0)
+    ws_cap: int = Field(default=0, ge=0)
+    daily_allowance_cu: float | None = Field(default=None, ge=0)
+    monthly_usd: float | None = Field(default=None, ge=0)
+
+
+class Account(Strict):
+    """The account: its API keys (which share every limit)."""
+
+    keys: list[str] = Field(min_length=1)
+
+
+class RetryPolicy(Strict):
+    """How a client retries a refused attempt.
+
+    ``exponential`` waits uniformly in [0, min(cap_s, base_s * 2**(n-1))] before retry n
+    (full jitter); ``retry-after`` waits the header's seconds plus up to ``jitter_s``,
+    and falls back to ``exponential`` when there is no header (JSON-RPC ``-32005``).
+    ``budget_ratio`` caps retries at that fraction of the client's logical requests so far
+    (plus ``budget_min_retries``), as retry budgets in service meshes do.
+    """
+
+    policy: Literal["none", "fixed", "exponential", "retry-after"] = "retry-after"
+    max_attempts: int = Field(default=4, ge=1, le=100)
+    delay_s: float = Field(default=1.0, ge=0)
+    base_s: float = Field(default=0.5, ge=0)
+    cap_s: float = Field(default=30.0, ge=0)
+    jitter_s: float = Field(default=0.5, ge=0)
+    budget_ratio: float | None = Field(default=None, ge=0)
+    budget_min_retries: int = Field(default=10, ge=0)
+    retry_on: list[str] = Field(default_factory=lambda: list(RETRYABLE_DEFAULT))
+
+
+class Client(Strict):
+    """Client behaviour shared by the sources that name it."""
+
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    http_version: Literal["2", "1.1"] = "2"
+    sni: bool = True
+
+
+class Workers(Strict):
+    """A closed loop: ``count`` workers, each sending one request, waiting, thinking."""
+
+    count: int = Field(ge=1, le=100_000)
+    think: Distribution = Field(default_factory=lambda: LogNormal(median=1.0, sigma=0.5))
+
+
+class Sizing(Strict):
+    """What a ``POST /v1/size`` request of a source carries."""
+
+    items: Distribution = Field(default_factory=lambda: {"dist": "int_uniform", "low": 1, "high": 5})
+    profiles: dict[str, float] = Field(default_factory=lambda: {"standard": 1.0})
+    gas_used: Distribution = Field(default_factory=lambda: Beta(a=2.0, b=3.0))
+
+    @field_validator("profiles")
+    @classmethod
+    def _weights(cls, value: dict[str, float]) -> dict[str, float]:
+        return _check_weights(value)
+
+
+class Replay(Strict):
+    """How a recorded trace is replayed (see the README's trace section)."""
+
+    speed: float = Field(default=1.0, gt=0)
+    load_multiplier: float = Field(default=1.0, gt=0)
+    phase_shift_s: float = 0.0
+    time_range_s: tuple[float, float] | None = None
+    drop_recorded_retries: bool = True
+
+
+class Source(Strict):
+    """One stream of demand: an open-loop arrival process, closed-loop workers or a trace."""
+
+    name: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+    region: str | None = None
+    client: str = "default"
+    arrival: ArrivalProcess | None = None
+    workers: Workers | None = None
+    trace: str | None = None
+    replay: Replay = Field(default_factory=Replay)
+    mix: dict[str, float] = Field(default_factory=lambda: {"svc_call": 1.0})
+    sizing: Sizing = Field(default_factory=Sizing)
+
+    @field_validator("mix")
+    @classmethod
+    def _mix(cls, value: dict[str, float]) -> dict[str, float]:
+        return _check_weights({METHOD_ALIASES.get(k, k): w for k, w in value.items()})
+
+    @model_validator(mode="after")
+    def _one_driver(self):
+        given = [n for n in ("arrival", "workers", "trace") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("expected exactly one of 'arrival' (open loop), 'workers' "
+                             f"(closed loop) or 'trace' (replay); got {given or 'none'}")
+        return self
+
+
+class Method(Strict):
+    """A method's API and service time (seconds, excluding the network round trip)."""
+
+    api: Literal["rpc", "search"] = "rpc"
+    service_time: Distribution = Field(default_factory=lambda: LogNormal(median=0.03, sigma=0.5))
+
+
+def _default_methods() -> dict[str, Method]:
+    return {
+        "svc_call": Method(api="rpc", service_time=LogNormal(median=0.04, sigma=0.6)),
+        "svc_pendingBlock": Method(api="rpc", service_time=LogNormal(median=0.01, sigma=0.4)),
+        SIZE: Method(api="search", service_time=LogNormal(median=0.15, sigma=0.7)),
+    }
+
+
+class LimiterSettings(Strict):
+    """Window alignment and refund policy of the account limiter."""
+
+    alignment: Literal["epoch", "first-hit"] = "epoch"
+    refund_to: Literal["origin-window", "current-window"] = "origin-window"
+
+
+class Slo(Strict):
+    """The service-level objective a tier must meet to be recommended."""
+
+    max_throttle_rate: float = Field(default=0.01, ge=0, le=1)
+    max_failure_rate: float = Field(default=0.001, ge=0, le=1)
+    p99_latency_ms: float = Field(default=2000.0, gt=0)
+
+
+class Scenario(Strict):
+    """A whole scenario: who calls what, how, for how long, against which tiers."""
+
+    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    seed: int = Field(default=1, ge=0)
+    start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
+    duration_s: float = Field(default=3600.0, gt=0, le=366 * 86400, alias="duration")
+    tiers: list[str] = Field(default_factory=list)
+    custom_tiers: list[CustomTier] = Field(default_factory=list)
+    account: Account
+    regions: list[Region] = Field(default_factory=lambda: [Region(name="default")], min_length=1)
+    clients: dict[str, Client] = Field(default_factory=lambda: {"default": Client()})
+    sources: list[Source] = Field(min_length=1)
+    methods: dict[str, Method] = Field(default_factory=dict, validate_default=True)
+    limiter: LimiterSettings = Field(default_factory=LimiterSettings)
+    slo: Slo = Field(default_factory=Slo)
+    pricing: dict = Field(default_factory=dict)
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("duration_s", mode="before")
+    @classmethod
+    def _duration(cls, value):
+        return parse_duration(value)
+
+    @field_validator("start")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, value: dict[str, Method]) -> dict[str, Method]:
+        merged = _default_methods()
+        merged.update({METHOD_ALIASES.get(k, k): m for k, m in value.items()})
+        return merged
+
+    @model_validator(mode="after")
+    def _references(self):
+        regions = {r.name for r in self.regions}
+        if len(regions) != len(self.regions):
+            raise ValueError("regions: expected unique region names")
+        names = [s.name for s in self.sources]
+        if len(set(names)) != len(names):
+            raise ValueError("sources: expected unique source names")
+        for i, src in enumerate(self.sources):
+            if src.region is not None and src.region not in regions:
+                raise ValueError(f"sources[{i}].region: expected one of {sorted(regions)}")
+            if src.client not in self.clients:
+                raise ValueError(f"sources[{i}].client: expected one of {sorted(self.clients)}")
+            for method in src.mix:
+                if method not in self.methods:
+                    raise ValueError(
+                        f"sources[{i}].mix: unknown method {method!r}; expected one of "
+                        f"{sorted(self.methods)} or a [methods.NAME] table")
+        return self
+
+    @property
+    def day_offset_s(self) -> float:
+        """Seconds since 00:00 UTC at simulation time 0."""
+        midnight = self.start.replace(hour=0, minute=0, second=0, microsecond=0)
+        return (self.start - midnight).total_seconds()
+
+    def sizing_profiles_used(self) -> list[str]:
+        """Every sizing profile named by a source that sends ``POST /v1/size``."""
+        names = {p for s in self.sources if SIZE in s.mix for p in s.sizing.profiles}
+        return sorted(names)
+
+    def region_of(self, source: Source) -> str:
+        """The source's region (the first region when it names none)."""
+        return source.region or self.regions[0].name
+
+
+def _check_weights(value: dict[str, float]) -> dict[str, float]:
+    if not value:
+        raise ValueError("expected at least one entry")
+    if any(w < 0 for w in value.values()) or sum(value.values()) <= 0:
+        raise ValueError("expected non-negative weights with a positive sum")
+    return value

@@ -1,0 +1,201 @@
+"""The request stream a run replays against every tier, drawn once (common random numbers).
+
+:func:`build_plan` turns a validated scenario into a :class:`Plan`: lookup tables
+(methods, keys, regions, sources) and the open-loop :class:`Demand` -- one row per
+logical request, columnar, sorted by send time, with every random attribute already
+drawn (method, sizing items, CU reserved and settled, service time). Closed-loop
+sources cannot be drawn up front (their timing depends on the replies), so each gets a
+:class:`RequestDrawer` on its own named stream: the k-th request of a worker is the same
+on every tier, only its timing differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..pricing import Pricing
+from ..redact import pseudonym
+from ..rng import stream
+from ..scenario import LoadedScenario
+from ..scenario_model import SIZE, Scenario, Source
+from ..tiers import APIS
+from .arrivals import arrival_times
+
+_CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Lookup tables shared by every tier's run; arrays index them by position."""
+
+    methods: tuple[str, ...]
+    method_api: np.ndarray  # int8 index into sim.tiers.APIS
+    keys: tuple[str, ...]  # as written in the scenario (never written out)
+    key_pseudonyms: tuple[str, ...]
+    key_valid: np.ndarray  # bool: one of the account's keys
+    regions: tuple[str, ...]
+    region_rtt_s: np.ndarray
+    sources: tuple[str, ...]
+    source_client: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Open-loop logical requests, one row each, sorted by ``t`` (send time, seconds)."""
+
+    t: np.ndarray
+    source: np.ndarray
+    method: np.ndarray
+    key: np.ndarray
+    region: np.ndarray
+    items: np.ndarray
+    reserve: np.ndarray
+    actual: np.ndarray
+    service_s: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+@dataclass
+class Plan:
+    """Everything a tier's run needs that does not depend on the tier."""
+
+    loaded: LoadedScenario
+    tables: Tables
+    demand: Demand
+    closed_sources: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.loaded.scenario
+
+    def drawer_for(self, source: int, worker: int) -> RequestDrawer:
+        """The request drawer of one closed-loop worker, on its own named stream."""
+        sc = self.scenario
+        return RequestDrawer(sc.sources[source], self.tables, self.loaded.pricing, sc, sc.seed,
+                             stream_name=("worker", worker))
+
+
+class RequestDrawer:
+    """Draws the random attributes of a source's requests, vectorised.
+
+    ``draw(n)`` returns columns (method, items, reserve, actual, service_s) for ``n``
+    requests. Used up front for open-loop sources and in chunks for closed-loop workers.
+    """
+
+    def __init__(self, source: Source, tables: Tables, pricing: Pricing, scenario: Scenario,
+                 seed: int, stream_name: tuple = ()) -> None:
+        self._mix_methods = np.array([tables.methods.index(m) for m in source.mix], dtype=np.int16)
+        weights = np.array(list(source.mix.values()), dtype=float)
+        self._mix_p = weights / weights.sum()
+        self._tables = tables
+        self._pricing = pricing
+        self._sizing = source.sizing
+        self._service = [scenario.methods[m].service_time for m in tables.methods]
+        base = ("source", source.name, *stream_name)
+        self._rng_mix = stream(seed, *base, "mix")
+        self._rng_sizing = stream(seed, *base, "sizing")
+        self._rng_service = stream(seed, *base, "service")
+        self._size_idx = tables.methods.index(SIZE) if SIZE in tables.methods else -1
+        profiles = list(self._sizing.profiles)
+        p = np.array([self._sizing.profiles[k] for k in profiles], dtype=float)
+        self._profile_p = p / p.sum()
+        caps = np.array([pricing.sizing.profile_gas_cap[k] for k in profiles], dtype=float)
+        self._profile_cap = caps
+        self._rpc_cost = np.array([pricing.rpc.cost(m) if m != SIZE else 0.0 for m in tables.methods])
+
+    def draw(self, n: int) -> tuple[np.ndarray, ...]:
+        """Columns ``method, items, reserve, actual, service_s`` for ``n`` requests."""
+        if len(self._mix_methods) == 1:
+            method = np.full(n, self._mix_methods[0], dtype=np.int16)
+        else:
+            method = self._mix_methods[self._rng_mix.choice(len(self._mix_p), n, p=self._mix_p)]
+        reserve = self._rpc_cost[method].copy()
+        actual = reserve.copy()
+        items = np.zeros(n, dtype=np.int32)
+        sizing = np.flatnonzero(method == self._size_idx)
+        if len(sizing):
+            items_s, res_s, act_s = self._draw_sizing(len(sizing))
+            items[sizing], reserve[sizing], actual[sizing] = items_s, res_s, act_s
+        service = np.empty(n, dtype=float)
+        for m in np.unique(method):
+            rows = np.flatnonzero(method == m)
+            service[rows] = self._service[m].sample(self._rng_service, len(rows))
+        return (method, items, np.round(reserve, _CU_DECIMALS), np.round(actual, _CU_DECIMALS),
+                service)
+
+    def _draw_sizing(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rng, pricing = self._rng_sizing, self._pricing.sizing
+        items = np.maximum(1, np.rint(self._sizing.items.sample(rng, n))).astype(np.int32)
+        total = int(items.sum())
+        profile = rng.choice(len(self._profile_p), total, p=self._profile_p)
+        cap = self._profile_cap[profile]
+        used = np.clip(self._sizing.gas_used.sample(rng, total), 0.0, 1.0) * cap
+        starts = np.concatenate(([0], np.cumsum(items)[:-1]))
+        reserve = items * pricing.item_base_cu + np.add.reduceat(cap, starts) * pricing.cu_per_gas
+        actual = items * pricing.item_base_cu + np.add.reduceat(used, starts) * pricing.cu_per_gas
+        return items, reserve, actual
+
+
+def build_tables(loaded: LoadedScenario) -> Tables:
+    """Lookup tables for the scenario's methods, keys, regions and sources."""
+    sc = loaded.scenario
+    methods = tuple(sc.methods)
+    keys = tuple(dict.fromkeys([*sc.account.keys, *(s.key for s in sc.sources)]))
+    account = set(sc.account.keys)
+    return Tables(
+        methods=methods,
+        method_api=np.array([APIS.index(sc.methods[m].api) for m in methods], dtype=np.int8),
+        keys=keys,
+        key_pseudonyms=tuple(pseudonym(k) for k in keys),
+        key_valid=np.array([k in account for k in keys]),
+        regions=tuple(r.name for r in sc.regions),
+        region_rtt_s=np.array([r.rtt_ms / 1000.0 for r in sc.regions]),
+        sources=tuple(s.name for s in sc.sources),
+        source_client=tuple(s.client for s in sc.sources),
+    )
+
+
+def build_plan(loaded: LoadedScenario) -> Plan:
+    """Draw the open-loop demand and set up closed-loop drawers for a scenario."""
+    sc = loaded.scenario
+    tables = build_tables(loaded)
+    parts: list[tuple[np.ndarray, ...]] = []
+    closed: list[int] = []
+    notes: list[str] = []
+    for i, src in enumerate(sc.sources):
+        key = tables.keys.index(src.key)
+        region = tables.regions.index(sc.region_of(src))
+        if src.workers is not None:
+            closed.append(i)
+            continue
+        if src.trace is not None:
+            from .replay_source import trace_columns  # needs pyarrow; only for traces
+
+            parts.append(trace_columns(src, i, tables, loaded, notes))
+            continue
+        t = arrival_times(src.arrival, stream(sc.seed, "source", src.name, "arrivals"),
+                          sc.duration_s, sc.day_offset_s)
+        n = len(t)
+        drawer = RequestDrawer(src, tables, loaded.pricing, sc, sc.seed)
+        cols = drawer.draw(n)
+        parts.append((t, np.full(n, i, dtype=np.int16), cols[0],
+                      np.full(n, key, dtype=np.int16), np.full(n, region, dtype=np.int16),
+                      *cols[1:]))
+    demand = _merge(parts)
+    return Plan(loaded, tables, demand, closed, notes)
+
+
+def _merge(parts: list[tuple[np.ndarray, ...]]) -> Demand:
+    names = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")
+    dtypes = (float, np.int16, np.int16, np.int16, np.int16, np.int32, float, float, float)
+    if not parts:
+        return Demand(*(np.empty(0, dtype=d) for d in dtypes))
+    cols = [np.concatenate([p[j] for p in parts]).astype(dtypes[j], copy=False)
+            for j in range(len(names))]
+    order = np.argsort(cols[0], kind="stable")
+    return Demand(*(c[order] for c in cols))
