@@ -1,0 +1,171 @@
+"""The ``capsim`` command line: a thin layer over the library.
+
+A user's mistake (a :class:`~sim.errors.CapsimError`) prints one line on stderr and
+exits with code 2; nothing is written.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import USAGE_EXIT_CODE, CapsimError
+from .pricing import Pricing, default_pricing_table
+from .scenario import LoadedScenario, load
+from .tiers import CATALOG, find_tier
+
+
+class CapsimGroup(click.Group):
+    """A click group that reports CapsimError as one line, exit code 2, no traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CapsimError as err:
+            click.echo(f"capsim: error: {err.render()}", err=True)
+            ctx.exit(USAGE_EXIT_CODE)
+
+
+@click.group(cls=CapsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="capsim")
+def main() -> None:
+    """capsim: capacity simulator for the CU-metered Search, RPC and Streams APIs.
+
+    Simulates an account's traffic against every subscription tier and reports
+    throttling, latency, CU and cost per tier, with the cheapest tier that meets your SLO.
+    """
+
+
+def scenario_options(f):
+    """Options shared by commands that load a scenario."""
+    f = click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+                     help="Override a scenario value, e.g. --set duration=600 "
+                          "--set sources[0].arrival.rate=40 (value parsed as TOML).")(f)
+    return f
+
+
+def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = None,
+          tiers: tuple[str, ...] = ()) -> LoadedScenario:
+    extra = [f"seed={seed}"] if seed is not None else []
+    loaded = load(scenario, [*overrides, *extra])
+    if tiers:
+        catalog = tuple(loaded.tiers) + tuple(t for t in CATALOG if t not in loaded.tiers)
+        chosen = tuple(dict.fromkeys(find_tier(name, catalog) for name in tiers))
+        loaded = LoadedScenario(loaded.scenario, loaded.path, chosen, loaded.pricing,
+                                loaded.pricing_overrides)
+    return loaded
+
+
+@main.command()
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
+@click.option("--tier", "tiers", multiple=True, metavar="NAME",
+              help="Simulate only this tier (repeatable); default: every tier.")
+@click.option("--seed", type=click.IntRange(min=0), help="Override the scenario's seed.")
+@click.option("--out", type=click.Path(file_okay=False), metavar="DIR",
+              help="Report folder (default: reports/<scenario name>).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tiers simulated in parallel worker processes.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress, no table.")
+@scenario_options
+def run(scenario, tiers, seed, out, jobs, quiet, overrides):
+    """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
+
+    Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
+    PNG plots into --out, replacing the folder whole only once everything is written.
+    """
+    from .report.markdown import tier_table
+    from .report.writer import write_report
+    from .runner import run as run_scenario
+
+    loaded = _load(scenario, overrides, seed, tiers)
+    sc = loaded.scenario
+    out_dir = Path(out) if out else Path("reports") / sc.name
+    started = time.perf_counter()
+    progress = None if quiet else _progress(loaded)
+    output = run_scenario(loaded, jobs=jobs, progress=progress)
+    if not quiet:
+        click.echo("", err=True)
+    folder = write_report(output, out_dir)
+    if quiet:
+        return
+    click.echo("")
+    for row in tier_table(output.summary["tiers"]):
+        click.echo(row)
+    rec = output.summary["recommended"]
+    click.echo(f"\nrecommended tier: {rec['tier'] or 'none'} ({rec['reason']})")
+    click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
+
+
+def _progress(loaded: LoadedScenario):
+    """Progress on stderr: a live percentage on a terminal, one line per tier otherwise."""
+    total = loaded.scenario.duration_s
+    tiers = loaded.tiers
+    live = sys.stderr.isatty()
+    state = {"last": ""}
+
+    def report(tier, now):
+        i = tiers.index(tier) + 1
+        pct = min(100, int(100 * now / total))
+        if not live and pct < 100:
+            return
+        line = f"simulating tier {i}/{len(tiers)} {tier.name:<20} {pct:3d}%"
+        if line != state["last"]:
+            click.echo(("\r" + line) if live else line, nl=not live, err=True)
+            state["last"] = line
+    return report
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def tiers(as_json):
+    """Print the tier catalog: CU per 12 s, websocket cap, APIs, assumed allowance and price."""
+    import json
+
+    pricing = Pricing.model_validate(default_pricing_table())
+    rows = []
+    for t in CATALOG:
+        p = pricing.for_tier(t)
+        rows.append({"tier": t.name, "apis": sorted(t.apis), "cu_per_window": t.cu_per_window,
+                     "ws_cap": t.ws_cap, "daily_allowance_cu": p.daily_allowance_cu,
+                     "monthly_usd": p.monthly_usd})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"{'tier':<20} {'CU/12s':>8} {'ws cap':>6}  {'APIs':<22} {'daily CU*':>12} {'$/month*':>9}")
+    for r in rows:
+        click.echo(f"{r['tier']:<20} {r['cu_per_window']:>8,.0f} {r['ws_cap']:>6}  "
+                   f"{'+'.join(r['apis']):<22} {r['daily_allowance_cu']:>12,.0f} {r['monthly_usd']:>9,.0f}")
+    click.echo("* assumptions (not in the spec): see sim/data/pricing.toml")
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@scenario_options
+def validate(scenario, overrides):
+    """Check a scenario file without running it (exit code 2 and one message if invalid)."""
+    loaded = _load(scenario, overrides)
+    sc = loaded.scenario
+    unknown = sorted({i for i, s in enumerate(sc.sources) if s.key not in sc.account.keys})
+    click.echo(f"{scenario}: ok — scenario {sc.name!r}, {len(sc.sources)} source(s), "
+               f"{len(loaded.tiers)} tier(s), {sc.duration_s:,.0f} s simulated")
+    for i in unknown:
+        click.echo(f"warning: sources[{i}].key is not one of account.keys: "
+                   "its requests will get 401", err=True)
+
+
+def _register_optional() -> None:
+    try:
+        from .cli_trace import trace
+    except ImportError:  # pragma: no cover - trace tools not installed
+        return
+    main.add_command(trace)
+
+
+_register_optional()
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""From a tier's columnar result to the figures a capacity planner reads.
+
+:func:`tier_summary` gives the per-tier entry of ``summary.json``;
+:func:`attempts_frame` and :func:`windows_frame` give the Parquet tables (pandas,
+categoricals, built once). Definitions:
+
+* ``throttle_rate``: attempts refused by the CU window (434, -32005, ws_cu_rejected)
+  over all attempts.
+* ``phantom_throttles``: throttled attempts that would have fitted had every in-flight
+  reservation already settled to its actual cost (the burst cost of reserve-then-settle).
+* ``failure_rate``: logical requests whose final outcome is not ``ok``, over requests.
+* ``latency_ms``: end to end, first send to final reply, for logical requests that
+  succeeded, retries included.
+* per window: ``reserved_cu`` (admitted reservations), ``settled_cu`` (what those
+  reservations settled to), ``peak_used_cu`` (the limiter's counter at its highest).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+
+from .model import recorder as rc
+from .model.engine import TierResult
+from .scenario_model import Slo
+from .tiers import APIS
+from .workload.demand import Plan
+
+_THROTTLES = np.array(rc.THROTTLES)
+
+
+def _r(x: float, nd: int = 6) -> float:
+    return float(round(float(x), nd))
+
+
+def tier_summary(result: TierResult, plan: Plan) -> dict:
+    """The per-tier entry of ``summary.json`` (plain, JSON-ready values)."""
+    sc, tier = plan.scenario, result.tier
+    a, q = result.attempts, result.requests
+    n_att, n_req = len(a["outcome"]), len(q["outcome"])
+    counts = np.bincount(a["outcome"], minlength=len(rc.OUTCOMES))
+    throttled = int(np.isin(a["outcome"], _THROTTLES).sum())
+    ok_req = q["outcome"] == rc.OK
+    latency = (q["t_end"][ok_req] - q["t_first"][ok_req]) * 1000.0
+    pct = np.percentile(latency, [50, 95, 99]) if len(latency) else [None] * 3
+    req_counts = np.bincount(q["outcome"], minlength=len(rc.OUTCOMES))
+    w = result.windows
+    price = plan.loaded.pricing.for_tier(tier)
+    daily_used = max(result.daily_used.values(), default=0.0)
+    ran_out = min(result.daily_exhausted_at.values(), default=None)
+    summary = {
+        "tier": tier.name,
+        "apis": [api for api in APIS if api in tier.apis],
+        "cu_per_window": _r(tier.cu_per_window),
+        "ws_cap": tier.ws_cap,
+        "monthly_usd": price.monthly_usd,
+        "requests": n_req,
+        "attempts": n_att,
+        "retries": n_att - n_req,
+        "outcomes": {name: int(c) for name, c in zip(rc.OUTCOMES, counts, strict=True)},
+        "request_outcomes": {name: int(c) for name, c in zip(rc.OUTCOMES, req_counts, strict=True)},
+        "throttled": throttled,
+        "throttle_rate": _r(throttled / n_att if n_att else 0.0),
+        "phantom_throttles": int(a["phantom"].sum()),
+        "failure_rate": _r(1.0 - ok_req.sum() / n_req if n_req else 0.0),
+        "latency_ms": {
+            "p50": None if pct[0] is None else _r(pct[0], 3),
+            "p95": None if pct[1] is None else _r(pct[1], 3),
+            "p99": None if pct[2] is None else _r(pct[2], 3),
+            "mean": _r(latency.mean(), 3) if len(latency) else None,
+        },
+        "cu": {
+            "reserved": _r(a["cu_reserved"].sum()),
+            "settled": _r(a["cu_settled"].sum()),
+            "peak_window_reserved": _r(max(w.reserved_cu, default=0.0)),
+            "peak_window_settled": _r(max(w.settled_cu, default=0.0)),
+            "peak_window_used": _r(max(w.peak_used_cu, default=0.0)),
+            "limit": _r(result.budget_cu),
+            "windows": len(w.start_s),
+            "windows_with_throttles": int(sum(1 for x in w.throttled if x)),
+        },
+        "daily_allowance": {
+            "allowance_cu": result.daily_allowance_cu,
+            "used_cu": _r(daily_used),
+            "ran_out_at": None if ran_out is None
+            else (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
+        },
+        "retry_budget_refusals": result.retry_budget_refusals,
+        "by_method": _by_method(a, plan),
+    }
+    summary["meets_slo"], summary["slo_violations"] = slo_check(summary, sc.slo)
+    return summary
+
+
+def _by_method(a: dict[str, np.ndarray], plan: Plan) -> dict[str, dict]:
+    out = {}
+    for m, name in enumerate(plan.tables.methods):
+        rows = a["method"] == m
+        if not rows.any():
+            continue
+        outcomes = a["outcome"][rows]
+        out[name] = {
+            "attempts": int(rows.sum()),
+            "ok": int((outcomes == rc.OK).sum()),
+            "throttled": int(np.isin(outcomes, _THROTTLES).sum()),
+            "cu_settled": _r(a["cu_settled"][rows].sum()),
+        }
+    return out
+
+
+def slo_check(summary: dict, slo: Slo) -> tuple[bool, list[str]]:
+    """Whether a tier's summary meets the SLO, and the violations in words."""
+    bad = []
+    if summary["throttle_rate"] > slo.max_throttle_rate:
+        bad.append(f"throttle rate {summary['throttle_rate']:.4f} > {slo.max_throttle_rate}")
+    if summary["failure_rate"] > slo.max_failure_rate:
+        bad.append(f"failure rate {summary['failure_rate']:.4f} > {slo.max_failure_rate}")
+    p99 = summary["latency_ms"]["p99"]
+    if p99 is None or p99 > slo.p99_latency_ms:
+        bad.append(f"p99 latency {p99} ms > {slo.p99_latency_ms} ms")
+    return not bad, bad
+
+
+def recommend(tiers: list[dict]) -> dict:
+    """The cheapest tier that meets the SLO (price, then budget), with the reason."""
+    meeting = [t for t in tiers if t["meets_slo"]]
+    if not meeting:
+        return {"tier": None, "reason": "no simulated tier meets the SLO"}
+    priced = [t for t in meeting if t["monthly_usd"] is not None]
+    pool = priced or meeting
+    best = min(pool, key=lambda t: (t["monthly_usd"] if priced else 0, t["cu_per_window"]))
+    basis = f"cheapest at ${best['monthly_usd']:,.0f}/month" if priced else "smallest budget"
+    return {"tier": best["tier"], "reason": f"{basis} of {len(meeting)} tier(s) meeting the SLO"}
+
+
+def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
+    """One row per attempt (``requests.parquet``)."""
+    t, a = plan.tables, result.attempts
+    start = pd.Timestamp(plan.scenario.start)
+    n = len(a["outcome"])
+    api_of_method = np.asarray(t.method_api)[a["method"]] if n else np.empty(0, dtype=int)
+    return pd.DataFrame({
+        "tier": pd.Categorical([result.tier.name] * n),
+        "request_id": a["request_id"],
+        "attempt": a["attempt"],
+        "time": start + pd.to_timedelta(a["t_send"], unit="s"),
+        "t_send_s": a["t_send"],
+        "t_end_s": a["t_end"],
+        "latency_ms": (a["t_end"] - a["t_send"]) * 1000.0,
+        "source": pd.Categorical.from_codes(a["source"], categories=list(t.sources)),
+        "api": pd.Categorical.from_codes(api_of_method, categories=list(APIS)),
+        "method": pd.Categorical.from_codes(a["method"], categories=list(t.methods)),
+        "key": pd.Categorical.from_codes(a["key"], categories=list(t.key_pseudonyms)),
+        "region": pd.Categorical.from_codes(a["region"], categories=list(t.regions)),
+        "outcome": pd.Categorical.from_codes(a["outcome"], categories=list(rc.OUTCOMES)),
+        "cu_reserved": a["cu_reserved"],
+        "cu_settled": a["cu_settled"],
+        "retry_after_s": a["retry_after_s"],
+        "phantom": a["phantom"],
+    })
+
+
+def windows_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
+    """One row per 12-second window (``windows.parquet``)."""
+    w = result.windows
+    n = len(w.start_s)
+    start = pd.Timestamp(plan.scenario.start)
+    return pd.DataFrame({
+        "tier": pd.Categorical([result.tier.name] * n),
+        "window": np.arange(n, dtype=np.int64),
+        "start_s": np.asarray(w.start_s, dtype=float),
+        "start": start + pd.to_timedelta(np.asarray(w.start_s, dtype=float), unit="s"),
+        "limit_cu": np.full(n, result.budget_cu),
+        "reserved_cu": np.asarray(w.reserved_cu, dtype=float),
+        "settled_cu": np.asarray(w.settled_cu, dtype=float),
+        "peak_used_cu": np.asarray(w.peak_used_cu, dtype=float),
+        "admitted": np.asarray(w.admitted, dtype=np.int64),
+        "throttled": np.asarray(w.throttled, dtype=np.int64),
+        "phantom": np.asarray(w.phantom, dtype=np.int64),
+    })

@@ -1,0 +1,1 @@
+"""Reports of a run: summary.json, Parquet tables, Markdown, HTML and PNG plots."""
