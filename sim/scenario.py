@@ -163,7 +163,10 @@ def _render(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
             model: type[BaseModel], prefix: tuple = ()) -> CapsimError:
     messages = []
     first_line = first_field = None
-    for e in err.errors(include_input=False, include_url=False):
+    errors = err.errors(include_input=False, include_url=False)
+    # An unknown key usually explains a "field required" beside it (a typo): name it first.
+    errors.sort(key=lambda e: e["type"] != "extra_forbidden")
+    for e in errors:
         path = _real_path(raw, e["loc"])
         full = prefix + path
         msg = e["msg"]

@@ -1,0 +1,59 @@
+"""The tier catalog is exactly the spec's tables 8.1 and 8.3 (parsed from the spec itself)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sim.errors import CapsimError
+from sim.tiers import CATALOG, RPC, SEARCH, STREAMS, find_tier, smallest_tier_for
+
+
+def _table_after(text: str, heading: str) -> dict[str, str]:
+    section = text[text.index(heading):]
+    rows = {}
+    for line in section.splitlines()[1:]:
+        if line.startswith("#"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and not set(cells[1]) <= set("-: ") and cells[0] != "Selection":
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def test_cu_budgets_match_spec_8_1(spec_text):
+    spec = _table_after(spec_text, "### 8.1 CU window")
+    assert len(spec) == 9
+    assert {t.name: t.cu_per_window for t in CATALOG} == {
+        name: float(value.replace(",", "")) for name, value in spec.items()}
+
+
+def test_websocket_caps_match_spec_8_3(spec_text):
+    spec = _table_after(spec_text, "### 8.3 Active websocket connections")
+    assert {t.name: t.ws_cap for t in CATALOG} == {k: int(v) for k, v in spec.items()}
+
+
+def test_apis_follow_the_selection_name():
+    for tier in CATALOG:
+        if "bundle" in tier.name or tier.name == "All 3 APIs":
+            assert tier.apis == {RPC, SEARCH, STREAMS}
+        else:
+            named = {p.strip().lower() for p in tier.name.split("+")}
+            assert tier.apis == named
+
+
+@pytest.mark.parametrize("name", ["RPC + Search", "rpc + search", "rpc-search", "RPC+Search"])
+def test_find_tier_accepts_name_forms(name):
+    assert find_tier(name).name == "RPC + Search"
+
+
+def test_unknown_tier_lists_known_names():
+    with pytest.raises(CapsimError, match="unknown tier 'Gold'.*'Advanced bundle'"):
+        find_tier("Gold")
+
+
+def test_smallest_tier_for_peak():
+    assert smallest_tier_for(4_500, {RPC}).name == "Streams + RPC"
+    assert smallest_tier_for(8_000, {RPC, SEARCH}).name == "All 3 APIs"
+    assert smallest_tier_for(100_001, {RPC}) is None
