@@ -88,10 +88,30 @@ def tier_summary(result: TierResult, plan: Plan) -> dict:
             else (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
         },
         "retry_budget_refusals": result.retry_budget_refusals,
+        "connections": _connections(result),
         "by_method": _by_method(a, plan),
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(summary, sc.slo)
     return summary
+
+
+def _connections(result: TierResult) -> dict:
+    wait = result.attempts["stream_wait_s"] * 1000.0
+    waited = wait[wait > 0]
+    conn = result.extra.get("connections", {})
+    return {
+        "opened": conn.get("opened", 0),
+        "peak_active": conn.get("peak_active", 0),
+        "refused_430": int((result.attempts["outcome"] == rc.CONN_430).sum()),
+        "refused_421": int((result.attempts["outcome"] == rc.PROTO_421).sum()),
+        "attempts_waiting_for_stream": int(len(waited)),
+        "stream_wait_ms": {
+            "mean": _r(wait.mean(), 3) if len(wait) else None,
+            "p99": _r(np.percentile(wait, 99), 3) if len(wait) else None,
+            "max": _r(wait.max(), 3) if len(wait) else None,
+            "total_s": _r(wait.sum() / 1000.0, 3),
+        },
+    }
 
 
 def _by_method(a: dict[str, np.ndarray], plan: Plan) -> dict[str, dict]:
@@ -159,6 +179,7 @@ def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
         "cu_settled": a["cu_settled"],
         "retry_after_s": a["retry_after_s"],
         "phantom": a["phantom"],
+        "stream_wait_ms": a["stream_wait_s"] * 1000.0,
     })
 
 

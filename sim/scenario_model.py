@@ -86,12 +86,34 @@ class RetryPolicy(Strict):
     retry_on: list[str] = Field(default_factory=lambda: list(RETRYABLE_DEFAULT))
 
 
+class HttpSettings(Strict):
+    """A client's HTTP/2 connection pool, one per regional hostname (spec 8.4).
+
+    ``connect_rtts`` is what opening a connection costs in round trips (TCP, TLS and the
+    HTTP/2 settings exchange); ``reuse = false`` opens a connection per request.
+    """
+
+    max_streams_per_conn: int = Field(default=32, ge=1)
+    max_connections: int = Field(default=16, ge=1)
+    connect_rtts: float = Field(default=2.0, ge=0)
+    idle_timeout_s: float = Field(default=60.0, ge=0)
+    reuse: bool = True
+
+
 class Client(Strict):
     """Client behaviour shared by the sources that name it."""
 
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     http_version: Literal["2", "1.1"] = "2"
     sni: bool = True
+    http: HttpSettings = Field(default_factory=HttpSettings)
+
+
+class AccountHttpLimits(Strict):
+    """The service's per-account connection limits (spec 8.4.3, 8.4.4)."""
+
+    max_active_connections: int = Field(default=128, ge=1)
+    max_new_connections_per_s: int = Field(default=32, ge=1)
 
 
 class Workers(Strict):
@@ -198,6 +220,7 @@ class Scenario(Strict):
     sources: list[Source] = Field(min_length=1)
     methods: dict[str, Method] = Field(default_factory=dict, validate_default=True)
     limiter: LimiterSettings = Field(default_factory=LimiterSettings)
+    http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
 

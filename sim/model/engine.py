@@ -2,13 +2,15 @@
 
 The life of an attempt (times in simulated seconds)::
 
-    client sends at t ──rtt/2──► service admits or refuses at t + rtt/2
+    client sends at t: a stream on an HTTP/2 connection of its pool (now, after a new
+        connection opens, or after queueing; 430 if the account refuses the connection)
+    ──rtt/2──► service admits or refuses
         admitted: reserve CU ──service time──► settle, reply ──rtt/2──► client
         refused:  reply (434 / -32005 / 402 / 401 / 421 / oversized) ──rtt/2──► client
     client: done, or wait per its retry policy and send attempt n+1
 
-Admission and completion are SimPy timeout callbacks (fire-and-forget, two events per
-admitted attempt); closed-loop workers are generator processes (the story of a worker).
+Send, admission and completion are SimPy timeout callbacks (fire-and-forget, three
+events per admitted attempt); closed-loop workers are generator processes.
 The open-loop feeder wakes once per ``FEED_HORIZON_S`` and schedules the arrivals of
 that slice, so no process or event exists per request before its time.
 """
@@ -30,6 +32,7 @@ from ..tiers import APIS, RPC, Tier
 from ..workload.demand import Plan
 from . import recorder as rc
 from .retry import RetryDecider
+from .transport import QUEUED, REFUSED, AccountConnections, ClientPool
 
 FEED_HORIZON_S = 1.0
 _NAN = math.nan
@@ -40,7 +43,7 @@ class Request:
 
     __slots__ = ("rid", "source", "method", "key", "region", "items", "reserve", "actual",
                  "service_s", "t_first", "t_send", "attempt", "wid", "day", "half_rtt",
-                 "on_done")
+                 "on_done", "conn", "wait")
 
     def __init__(self, rid, source, method, key, region, items, reserve, actual, service_s,
                  t_first, half_rtt, on_done=None):
@@ -51,6 +54,8 @@ class Request:
         self.wid = self.day = -1
         self.half_rtt = half_rtt
         self.on_done = on_done
+        self.conn = None
+        self.wait = 0.0
 
 
 @dataclass
@@ -98,6 +103,10 @@ class TierRun:
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)
         self._next_rid = len(plan.demand)
+        limits = sc.http_limits
+        self.connections = AccountConnections(limits.max_active_connections,
+                                              limits.max_new_connections_per_s)
+        self._pools: dict[tuple[int, int], ClientPool] = {}
 
     # -- the run ---------------------------------------------------------------------
 
@@ -118,7 +127,10 @@ class TierRun:
             daily_exhausted_at=dict(lim.daily_exhausted_at),
             daily_allowance_cu=lim.daily_allowance_cu,
             retry_budget_refusals=sum(d.budget_refusals for d in self._deciders),
-            end_s=env.now)
+            end_s=env.now,
+            extra={"connections": {"opened": self.connections.opened,
+                                   "peak_active": self.connections.peak_active,
+                                   "refused_430": self.connections.refused}})
 
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
@@ -126,7 +138,7 @@ class TierRun:
         t, source, method = d.t.tolist(), d.source.tolist(), d.method.tolist()
         key, region, items = d.key.tolist(), d.region.tolist(), d.items.tolist()
         reserve, actual, service = d.reserve.tolist(), d.actual.tolist(), d.service_s.tolist()
-        half_rtt, arrive, deciders = self._half_rtt, self._arrive, self._deciders
+        half_rtt, send, deciders = self._half_rtt, self._send_event, self._deciders
         n, i, next_report = len(t), 0, 0.0
         while i < n:
             until = env.now + FEED_HORIZON_S
@@ -135,7 +147,7 @@ class TierRun:
                 r = Request(i, source[i], method[i], key[i], region[i], items[i], reserve[i],
                             actual[i], service[i], t[i], h)
                 deciders[r.source].on_request()
-                env.timeout(t[i] + h - env.now, r).callbacks.append(arrive)
+                env.timeout(t[i] - env.now, r).callbacks.append(send)
                 i += 1
             if self.progress and env.now >= next_report:
                 self.progress(env.now)
@@ -166,11 +178,52 @@ class TierRun:
                         cols[2][k], cols[3][k], cols[4][k], env.now, h, done)
             self._next_rid += 1
             decider.on_request()
-            env.timeout(h, r).callbacks.append(self._arrive)
+            self._send(r, env.now)
             pause = think[k % len(think)]
             k += 1
             yield done
             yield env.timeout(h + pause)
+
+    # -- the client's transport ------------------------------------------------------
+
+    def _pool(self, source: int, region: int) -> ClientPool:
+        pool = self._pools.get((source, region))
+        if pool is None:
+            sc, tab = self.plan.scenario, self.plan.tables
+            client = sc.clients[sc.sources[source].client]
+            http = client.http
+            pool = ClientPool(
+                self.connections, tab.regions[region], self.env,
+                rtt_s=2 * self._half_rtt[region],
+                max_streams=http.max_streams_per_conn if client.http_version == "2" else 1,
+                max_connections=http.max_connections, connect_rtts=http.connect_rtts,
+                idle_timeout_s=http.idle_timeout_s, reuse=http.reuse, on_ready=self._on_stream)
+            self._pools[(source, region)] = pool
+        return pool
+
+    def _send_event(self, event) -> None:
+        self._send(event.value, self.env.now)
+
+    def _send(self, r: Request, now: float) -> None:
+        """The client sends an attempt: get a stream, then the request travels rtt/2."""
+        pool = self._pool(r.source, r.region)
+        start, conn = pool.acquire(now)
+        if start >= 0.0:
+            r.conn, r.wait = conn, start - now
+            self.env.timeout(start - now + r.half_rtt, r).callbacks.append(self._arrive)
+        elif start == QUEUED:
+            pool.enqueue(r, now)
+        else:
+            assert start == REFUSED
+            r.conn, r.wait = None, 0.0
+            self.env.timeout(r.half_rtt, r).callbacks.append(self._refused_430)
+
+    def _on_stream(self, r: Request, start: float, conn, since: float) -> None:
+        r.conn, r.wait = conn, start - since
+        self.env.timeout(start - self.env.now + r.half_rtt, r).callbacks.append(self._arrive)
+
+    def _refused_430(self, event) -> None:
+        self._reply(event.value, self.env.now, rc.CONN_430, _NAN, False)
 
     # -- the service side ------------------------------------------------------------
 
@@ -213,16 +266,18 @@ class TierRun:
         """Record the attempt, then retry it or finish the logical request."""
         t_back = now + r.half_rtt
         ok = outcome == rc.OK
+        if r.conn is not None:
+            r.conn.release_at(t_back)
         self.rec.attempt(r.rid, r.attempt, r.source, r.method, r.key, r.region, r.t_send,
                          t_back, outcome, r.reserve if ok else 0.0, r.actual if ok else 0.0,
-                         retry_after, phantom)
+                         retry_after, phantom, r.wait)
         if not ok and outcome in self._retry_codes[r.source]:
             wait = self._deciders[r.source].delay(r.attempt, None if retry_after != retry_after
                                                   else retry_after)
             if wait is not None:
                 r.attempt += 1
                 r.t_send = t_back + wait
-                self.env.timeout(2 * r.half_rtt + wait, r).callbacks.append(self._arrive)
+                self.env.timeout(r.half_rtt + wait, r).callbacks.append(self._send_event)
                 return
         self.rec.request(r.rid, r.source, r.method, r.t_first, t_back, outcome, r.attempt)
         if r.on_done is not None:

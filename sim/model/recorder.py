@@ -21,7 +21,7 @@ ATTEMPT_COLUMNS = (
     ("method", np.int16), ("key", np.int16), ("region", np.int16),
     ("t_send", np.float64), ("t_end", np.float64), ("outcome", np.int8),
     ("cu_reserved", np.float64), ("cu_settled", np.float64),
-    ("retry_after_s", np.float64), ("phantom", np.bool_),
+    ("retry_after_s", np.float64), ("phantom", np.bool_), ("stream_wait_s", np.float64),
 )
 REQUEST_COLUMNS = (
     ("request_id", np.int64), ("source", np.int16), ("method", np.int16),
@@ -41,12 +41,12 @@ class Recorder:
         self._r = tuple(col.append for col in self.request_cols)
 
     def attempt(self, rid, attempt, source, method, key, region, t_send, t_end, outcome,
-                reserved, settled, retry_after, phantom) -> None:
+                reserved, settled, retry_after, phantom, stream_wait) -> None:
         """Record one attempt (``retry_after`` is NaN when the reply carried none)."""
         a = self._a
         a[0](rid); a[1](attempt); a[2](source); a[3](method); a[4](key); a[5](region)
         a[6](t_send); a[7](t_end); a[8](outcome); a[9](reserved); a[10](settled)
-        a[11](retry_after); a[12](phantom)
+        a[11](retry_after); a[12](phantom); a[13](stream_wait)
 
     def request(self, rid, source, method, t_first, t_end, outcome, attempts) -> None:
         """Record a logical request once it has its final outcome."""

@@ -72,6 +72,16 @@ def render(summary: dict, plots: list[str]) -> str:
         d = t["daily_allowance"]
         lines.append(f"| {t['tier']} | {_fmt(t['cu']['reserved'], 0)} | {_fmt(t['cu']['settled'], 0)} | "
                      f"{_fmt(d['allowance_cu'], 0)} | {_fmt(d['used_cu'], 0)} | {d['ran_out_at'] or '–'} |")
+    lines += ["", "## HTTP/2 connections", "",
+              "| tier | opened | peak active | 430 | 421 | attempts that waited for a stream | "
+              "mean wait ms | p99 wait ms |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for t in summary["tiers"]:
+        c = t["connections"]
+        w = c["stream_wait_ms"]
+        lines.append(f"| {t['tier']} | {_fmt(c['opened'])} | {_fmt(c['peak_active'])} | "
+                     f"{_fmt(c['refused_430'])} | {_fmt(c['refused_421'])} | "
+                     f"{_fmt(c['attempts_waiting_for_stream'])} | {_fmt(w['mean'], 2)} | "
+                     f"{_fmt(w['p99'], 2)} |")
     failing = [t for t in summary["tiers"] if not t["meets_slo"]]
     if failing:
         lines += ["", "## Why tiers fail the SLO", ""]

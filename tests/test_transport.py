@@ -1,0 +1,118 @@
+"""HTTP/2 transport (spec 8.4, 7): streams per connection, account connection limits, 421."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.model import recorder as rc
+from sim.model.engine import TierRun
+from sim.scenario import validate
+from sim.tiers import find_tier
+from sim.workload.demand import build_plan
+
+
+def _run(n_at_once: int, *, http: str = "", limits: str = "", clients: int = 1,
+         version: str = "2", service_s: float = 1.0, at: list[float] | None = None):
+    """``n_at_once`` svc_call requests per source at t=0 (or at ``at``), ``clients`` sources."""
+    times = at or [0.0]
+    text = f"""
+name = "t"
+duration = 10
+tiers = ["Advanced bundle"]
+[account]
+keys = ["k"]
+[[regions]]
+name = "r"
+rtt_ms = 0
+[clients.default]
+http_version = "{version}"
+retry = {{ policy = "none" }}
+http = {{ {http} }}
+[methods.svc_call]
+service_time = {{ dist = "constant", value = {service_s} }}
+{limits}
+"""
+    import tomllib
+    raw = tomllib.loads(text)
+    raw["sources"] = [
+        {"name": f"s{c}-{i}", "key": "k", "arrival": {"process": "block", "per_block": n_at_once,
+                                                   "slot_s": 100.0, "offset_s": t}}
+        for c in range(clients) for i, t in enumerate(times)]
+    loaded = validate(raw, "test")
+    plan = build_plan(loaded)
+    return TierRun(plan, find_tier("Advanced bundle")).run()
+
+
+def test_33_requests_on_one_connection_queue_exactly_one():
+    res = _run(33, http="max_connections = 1")
+    wait = res.attempts["stream_wait_s"]
+    assert (res.attempts["outcome"] == rc.OK).all()
+    assert (wait > 0).sum() == 1
+    # The 33rd waits for the first reply: service time 1 s (rtt 0).
+    assert np.isclose(wait.max(), 1.0)
+    assert res.extra["connections"]["opened"] == 1
+
+
+def test_more_connections_when_allowed_no_queueing():
+    res = _run(33, http="max_connections = 2")
+    assert (res.attempts["stream_wait_s"] == 0).all()
+    assert res.extra["connections"]["opened"] == 2
+
+
+def test_129th_connection_gets_430():
+    # 129 clients each opening one connection, spread over 5 s so the per-second
+    # open rate (32/s) is never the limit; connections stay open (idle timeout 60 s).
+    times = [i * 0.04 for i in range(129)]
+    res = _run(1, clients=1, at=times, http="reuse = false",
+               limits="[http_limits]\nmax_new_connections_per_s = 1000", service_s=9.0)
+    out = res.attempts["outcome"]
+    assert (out == rc.CONN_430).sum() == 1
+    assert out[np.argmax(res.attempts["t_send"])] == rc.CONN_430
+    assert res.extra["connections"]["peak_active"] == 128
+
+
+def test_33rd_new_connection_within_one_second_gets_430():
+    res = _run(33, http="reuse = false")
+    out = res.attempts["outcome"]
+    assert (out == rc.CONN_430).sum() == 1 and (out == rc.OK).sum() == 32
+
+
+def test_new_connections_a_second_later_are_admitted():
+    res = _run(32, http="reuse = false", at=[0.0, 1.0], service_s=0.1)
+    assert (res.attempts["outcome"] == rc.OK).all()
+    assert res.extra["connections"]["opened"] == 64
+
+
+def test_http_1_1_gets_421():
+    res = _run(5, version="1.1")
+    assert (res.attempts["outcome"] == rc.PROTO_421).all()
+
+
+def test_connection_open_costs_round_trips():
+    # rtt 0 in _run; here a 100 ms region and connect_rtts = 2: the first request of a
+    # new connection waits 200 ms for it, later ones reuse it.
+    import tomllib
+    raw = tomllib.loads("""
+name = "t"
+duration = 5
+tiers = ["RPC"]
+[account]
+keys = ["k"]
+[[regions]]
+name = "r"
+rtt_ms = 100
+[clients.default]
+http = { connect_rtts = 2.0 }
+[methods.svc_call]
+service_time = { dist = "constant", value = 0.0 }
+[[sources]]
+name = "s"
+key = "k"
+arrival = { process = "constant", rate = 1 }
+""")
+    res = TierRun(build_plan(validate(raw, "t")), find_tier("RPC")).run()
+    a = res.attempts
+    first = np.argmin(a["t_send"])
+    assert np.isclose(a["stream_wait_s"][first], 0.2)
+    assert np.isclose(a["t_end"][first] - a["t_send"][first], 0.3)
+    assert (a["stream_wait_s"][a["t_send"] > a["t_send"][first]] == 0).all()
