@@ -1,0 +1,1 @@
+"""Synthetic workload generation, starting with open-loop arrival processes."""

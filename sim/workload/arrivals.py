@@ -1,0 +1,460 @@
+"""Synthetic open-loop arrival processes.
+
+Each process is a frozen pydantic model chosen by its ``process`` field. ``times`` draws
+one realisation of the arrival instants (seconds since simulation start, sorted, in
+``[0, duration_s)``); ``expected_count`` and ``count_variance`` give the closed-form mean
+and variance of the number of arrivals in ``[0, duration_s)``, so that tests can hold
+every process against theory.
+
+The Poisson-type processes are drawn by time transformation. Their rate is piecewise
+linear in time (piecewise constant for most), so the cumulative intensity Λ(t) is
+piecewise quadratic with a closed-form inverse: draw ``N ~ Poisson(Λ(T))``, draw ``N``
+sorted uniform points on ``[0, Λ(T))`` and map them back through Λ⁻¹. That is exact,
+vectorised and needs no sort. The smooth daily curve is drawn by thinning.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+DAY_S = 86_400.0
+HOUR_S = 3_600.0
+
+_NonNegative = Annotated[float, Field(ge=0)]
+_Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]
+
+
+class _Profile(NamedTuple):
+    """A piecewise-linear rate: on ``[knots[i], knots[i+1])`` it runs from ``r0[i]`` to
+    ``r1[i]`` arrivals per second."""
+
+    knots: np.ndarray
+    r0: np.ndarray
+    r1: np.ndarray
+
+    def integrals(self) -> np.ndarray:
+        """Expected arrivals in each segment."""
+        return 0.5 * (self.r0 + self.r1) * np.diff(self.knots)
+
+
+def _nhpp(rng: np.random.Generator, profile: _Profile, duration_s: float) -> np.ndarray:
+    """Sorted arrival times (s) of a Poisson process whose rate follows ``profile``."""
+    seg = profile.integrals()
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    n = int(rng.poisson(cum[-1])) if cum[-1] > 0 else 0
+    if n == 0:
+        return np.empty(0)
+    # Sorted uniforms on [0, Λ(T)) in O(n), no sort: the partial sums of n + 1 standard
+    # exponentials, divided by their total, have the law of uniform order statistics.
+    spacings = rng.standard_exponential(n + 1)
+    np.cumsum(spacings, out=spacings)
+    s = spacings[:-1]
+    s *= cum[-1] / spacings[-1]
+    i = 0
+    if seg.size > 1:
+        # side="right" skips zero-mass segments (zero rate or zero length) at a knot; the
+        # cap covers an s rounded up to Λ(T) when trailing segments have zero mass.
+        i = np.minimum(np.searchsorted(cum[1:-1], s, side="right"), np.flatnonzero(seg)[-1])
+    s -= cum[i]
+    lengths = np.diff(profile.knots)
+    slope = np.divide(
+        profile.r1 - profile.r0, lengths, out=np.zeros_like(lengths), where=lengths > 0
+    )
+    r0 = profile.r0[i]
+    if not slope.any():
+        x = s / r0
+    else:
+        # Root of r0*x + slope*x**2/2 = s, written without the cancellation of
+        # (sqrt(r0**2 + 2*slope*s) - r0) / slope when the slope is small.
+        root = np.sqrt(np.maximum(r0 * r0 + 2.0 * slope[i] * s, 0.0))
+        x = 2.0 * s / np.maximum(r0 + root, np.finfo(float).tiny)
+    t = profile.knots[i] + x
+    # Rounding can reorder neighbours by an ulp at segment edges; restore the order.
+    np.maximum.accumulate(t, out=t)
+    return np.minimum(t, np.nextafter(duration_s, 0.0), out=t)
+
+
+def _clock_knots(duration_s: float, day_offset_s: float, step_s: float) -> np.ndarray:
+    """0, each simulation time in ``(0, duration_s)`` where the UTC clock is a multiple of
+    ``step_s``, and ``duration_s``."""
+    c0 = day_offset_s % DAY_S
+    k = np.arange(math.floor(c0 / step_s) + 1, math.ceil((c0 + duration_s) / step_s))
+    inner = k * step_s - c0
+    inner = inner[(inner > 0) & (inner < duration_s)]
+    return np.concatenate(([0.0], inner, [duration_s]))
+
+
+class _Arrivals(BaseModel):
+    """Subclasses implement ``_draw``, ``_mean`` and ``_variance`` for a duration > 0."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    def times(
+        self, rng: np.random.Generator, duration_s: float, day_offset_s: float = 0.0
+    ) -> np.ndarray:
+        """Sorted float64 arrival times in seconds, all in ``[0, duration_s)``.
+
+        ``day_offset_s`` is the UTC time of day (seconds after 00:00) at simulation time 0;
+        only :class:`DailyProfile` depends on it.
+        """
+        duration_s = _checked(duration_s)
+        if duration_s == 0:
+            return np.empty(0)
+        return self._draw(rng, duration_s, float(day_offset_s))
+
+    def expected_count(self, duration_s: float, day_offset_s: float = 0.0) -> float:
+        """Exact mean number of arrivals in ``[0, duration_s)``."""
+        return float(self._mean(_checked(duration_s), float(day_offset_s)))
+
+    def count_variance(self, duration_s: float, day_offset_s: float = 0.0) -> float | None:
+        """Exact variance of the number of arrivals in ``[0, duration_s)``."""
+        return float(self._variance(_checked(duration_s), float(day_offset_s)))
+
+
+def _checked(duration_s: float) -> float:
+    if not (math.isfinite(duration_s) and duration_s >= 0):
+        raise ValueError(f"duration_s must be finite and >= 0, got {duration_s!r}")
+    return float(duration_s)
+
+
+class _PoissonLike(_Arrivals):
+    """A Poisson process with a piecewise-linear rate ``_profile``: variance = mean."""
+
+    def _draw(self, rng, duration_s, day_offset_s):
+        return _nhpp(rng, self._profile(duration_s, day_offset_s), duration_s)
+
+    def _mean(self, duration_s, day_offset_s):
+        return self._profile(duration_s, day_offset_s).integrals().sum()
+
+    def _variance(self, duration_s, day_offset_s):
+        return self._mean(duration_s, day_offset_s)
+
+
+class Poisson(_PoissonLike):
+    """Homogeneous Poisson arrivals at ``rate`` per second."""
+
+    process: Literal["poisson"] = "poisson"
+    rate: float = Field(ge=0)
+
+    @property
+    def mean_rate(self) -> float:
+        """Arrivals per second."""
+        return self.rate
+
+    def _profile(self, duration_s, day_offset_s):
+        return _Profile(np.array([0.0, duration_s]), *[np.array([self.rate])] * 2)
+
+
+class ConstantRate(_Arrivals):
+    """Deterministic arrivals at ``(k + phase) / rate`` seconds, ``k = 0, 1, 2, ...``; the
+    count in ``[0, T)`` is exactly ``max(0, ceil(rate * T - phase))``."""
+
+    process: Literal["constant"] = "constant"
+    rate: float = Field(ge=0)
+    phase: float = Field(default=0.0, ge=0, lt=1)
+
+    @property
+    def mean_rate(self) -> float:
+        """Arrivals per second."""
+        return self.rate
+
+    def _count(self, duration_s: float) -> int:
+        if self.rate == 0 or duration_s == 0:
+            return 0
+        n = max(0, math.ceil(self.rate * duration_s - self.phase))
+        # Rounding can put the estimate one off the rule "(k + phase) / rate < T"; apply it.
+        n += (n + self.phase) / self.rate < duration_s
+        return n - (n > 0 and (n - 1 + self.phase) / self.rate >= duration_s)
+
+    def _draw(self, rng, duration_s, day_offset_s):
+        return (np.arange(self._count(duration_s)) + self.phase) / self.rate
+
+    def _mean(self, duration_s, day_offset_s):
+        return self._count(duration_s)
+
+    def _variance(self, duration_s, day_offset_s):
+        return 0.0
+
+
+class OnOff(_Arrivals):
+    """Two-state Markov-modulated Poisson process (an interrupted Poisson process when
+    ``rate_off`` is 0).
+
+    Sojourns are exponential with means ``mean_on_s`` and ``mean_off_s`` seconds; arrivals
+    come at ``rate_on`` or ``rate_off`` per second. ``start`` picks the state at time 0,
+    ``"stationary"`` drawing it with the long-run probabilities. The count's mean and
+    variance are exact for every start (see ``_on_time_moments``).
+    """
+
+    process: Literal["onoff"] = "onoff"
+    rate_on: float = Field(ge=0)
+    rate_off: float = Field(default=0.0, ge=0)
+    mean_on_s: float = Field(gt=0)
+    mean_off_s: float = Field(gt=0)
+    start: Literal["on", "off", "stationary"] = "stationary"
+
+    @property
+    def p_on(self) -> float:
+        """Long-run fraction of time in the on state."""
+        return self.mean_on_s / (self.mean_on_s + self.mean_off_s)
+
+    @property
+    def mean_rate(self) -> float:
+        """Long-run arrivals per second."""
+        return self.p_on * self.rate_on + (1 - self.p_on) * self.rate_off
+
+    def _draw(self, rng, duration_s, day_offset_s):
+        on = rng.random() < self.p_on if self.start == "stationary" else self.start == "on"
+        first, second = self.mean_on_s, self.mean_off_s
+        r_first, r_second = self.rate_on, self.rate_off
+        if not on:
+            first, second, r_first, r_second = second, first, r_second, r_first
+        chunks, reached = [], 0.0
+        while reached < duration_s:
+            # Draw whole (first, second) pairs so the alternation carries over chunks.
+            k = int(1.1 * (duration_s - reached) / (first + second)) + 8
+            sojourns = rng.standard_exponential((k, 2)) * (first, second)
+            chunks.append(reached + np.cumsum(sojourns.ravel()))
+            reached = chunks[-1][-1]
+        switches = np.concatenate(chunks)
+        knots = np.concatenate(([0.0], switches[switches < duration_s], [duration_s]))
+        rates = np.where(np.arange(knots.size - 1) % 2 == 0, r_first, r_second)
+        return _nhpp(rng, _Profile(knots, rates, rates), duration_s)
+
+    def _on_time_moments(self, duration_s: float) -> tuple[float, float]:
+        """Mean and variance of J, the time spent on during ``[0, duration_s)``.
+
+        With g = 1/mean_on + 1/mean_off, P(on at t) = p_on + c·e^(-g t) where c is
+        1 - p_on (start on), -p_on (start off) or 0 (stationary), and
+        P(on at t | on at s) = p_on + (1 - p_on)·e^(-g (t - s)). Integrating
+        E[J²] = 2 ∫∫_{s<t} P(on at s) P(on at t | on at s) gives the closed form below;
+        for c = 0 it is the classical 2 p_on p_off (gT - 1 + e^(-gT)) / g².
+        """
+        T, p_on = duration_s, self.p_on
+        p_off = 1.0 - p_on
+        g = 1.0 / self.mean_on_s + 1.0 / self.mean_off_s
+        c = {"on": p_off, "off": -p_on, "stationary": 0.0}[self.start]
+        h = -math.expm1(-g * T) / g  # ∫_0^T e^(-g t) dt
+        g2 = (T - h) / g  # ∫_0^T (1 - e^(-g t)) / g dt
+        g4 = (-math.expm1(-g * T) - g * T * math.exp(-g * T)) / g**2  # ∫_0^T t e^(-g t) dt
+        mean = min(max(p_on * T + c * h, 0.0), T)  # rounding can leave [0, T] for tiny T
+        var = 2 * (p_on * p_off + c * p_on) * g2 + 2 * c * p_off * g4 - 2 * c * p_on * T * h
+        return mean, max(var - c * c * h * h, 0.0)
+
+    def _mean(self, duration_s, day_offset_s):
+        on_mean, _ = self._on_time_moments(duration_s)
+        return self.rate_off * duration_s + (self.rate_on - self.rate_off) * on_mean
+
+    def _variance(self, duration_s, day_offset_s):
+        # Var N = E[Λ] + Var[Λ] for the random integrated rate Λ = r_off T + (r_on - r_off) J.
+        _, on_var = self._on_time_moments(duration_s)
+        diff = self.rate_on - self.rate_off
+        return self._mean(duration_s, day_offset_s) + diff * diff * on_var
+
+
+class DailyProfile(_PoissonLike):
+    """Poisson arrivals whose rate follows the simulated UTC time of day.
+
+    ``rate`` is the mean over a whole day (per second). The shape is either
+    ``hourly_weights`` (24 numbers, rescaled to mean 1, constant within each UTC hour) or
+    the smooth curve ``rate * (1 + amplitude * cos(2π (h - peak_hour) / 24))`` of the UTC
+    hour ``h``. The clock at simulation time ``t`` is ``(t + day_offset_s) mod 86400``.
+    """
+
+    process: Literal["daily"] = "daily"
+    rate: float = Field(ge=0)
+    hourly_weights: _Weights | None = None
+    peak_hour: Annotated[float, Field(ge=0, le=24)] | None = None
+    amplitude: Annotated[float, Field(ge=0, le=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> DailyProfile:
+        weights, peak = self.hourly_weights is not None, self.peak_hour is not None
+        if weights == peak or peak != (self.amplitude is not None):
+            raise ValueError(
+                "expected exactly one daily shape: hourly_weights (24 numbers), "
+                "or peak_hour together with amplitude"
+            )
+        if weights and sum(self.hourly_weights) <= 0:
+            raise ValueError("expected hourly_weights with at least one positive weight")
+        return self
+
+    @property
+    def mean_rate(self) -> float:
+        """Arrivals per second, averaged over a whole day."""
+        return self.rate
+
+    def _curve(self, t: np.ndarray, day_offset_s: float) -> np.ndarray:
+        """The smooth curve's rate (per second) at simulation times ``t``."""
+        turns = (t + day_offset_s % DAY_S) / DAY_S - self.peak_hour / 24
+        return self.rate * (1 + self.amplitude * np.cos(2 * np.pi * turns))
+
+    def _profile(self, duration_s, day_offset_s):
+        if self.hourly_weights is None:
+            # Thinning envelope: the curve's maximum over each quarter hour of the clock
+            # wastes ~2 % of candidates, a flat bound up to half. On a span shorter than a
+            # day the curve is highest at an end unless the peak time lies inside.
+            knots = _clock_knots(duration_s, day_offset_s, 900.0)
+            to_peak = np.mod(self.peak_hour * HOUR_S - day_offset_s - knots[:-1], DAY_S)
+            ends = self._curve(knots, day_offset_s)
+            top = np.maximum(ends[:-1], ends[1:])
+            rates = np.where(to_peak <= np.diff(knots), self.rate * (1 + self.amplitude), top)
+            return _Profile(knots, rates, rates)
+        knots = _clock_knots(duration_s, day_offset_s, HOUR_S)
+        # The midpoint decides the hour, so a knot's rounding cannot pick the wrong one.
+        mid = 0.5 * (knots[:-1] + knots[1:]) + day_offset_s % DAY_S
+        hour = (np.floor(mid / HOUR_S) % 24).astype(int)
+        w = np.asarray(self.hourly_weights)
+        rates = self.rate * (w * (24 / w.sum()))[hour]
+        return _Profile(knots, rates, rates)
+
+    def _draw(self, rng, duration_s, day_offset_s):
+        t = super()._draw(rng, duration_s, day_offset_s)
+        if self.hourly_weights is None:
+            envelope = self._profile(duration_s, day_offset_s)
+            bound = envelope.r0[np.searchsorted(envelope.knots[1:-1], t, side="right")]
+            t = t[rng.random(t.size) * bound < self._curve(t, day_offset_s)]
+        return t
+
+    def _mean(self, duration_s, day_offset_s):
+        if self.hourly_weights is not None:
+            return super()._mean(duration_s, day_offset_s)
+        w = 2 * math.pi / DAY_S
+        p0 = w * (day_offset_s % DAY_S - self.peak_hour * HOUR_S)
+        swing = math.sin(p0 + w * duration_s) - math.sin(p0)
+        return self.rate * (duration_s + self.amplitude * swing / w)
+
+
+class BlockSync(_Arrivals):
+    """Bursts of ``per_block`` requests at slot starts ``offset_s + k * slot_s`` (every
+    integer k; seconds), e.g. clients reacting to each 12-second block.
+
+    Each request lands uniformly in ``[start, start + jitter_s)``; a whole slot is skipped
+    with ``miss_probability`` p. Arrivals outside ``[0, duration_s)`` are dropped, so with
+    jitter a slot starting before time 0 can still contribute. A slot whose requests each
+    land inside with probability q adds ``B * Binomial(per_block, q)``, B ~ Bernoulli(1-p);
+    with no jitter the count is ``per_block * Binomial(slots, 1 - p)``.
+    """
+
+    process: Literal["block"] = "block"
+    per_block: int = Field(ge=1)
+    slot_s: float = Field(default=12.0, gt=0)
+    offset_s: float = 0.0
+    jitter_s: float = Field(default=0.0, ge=0)
+    miss_probability: float = Field(default=0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _offset_within_slot(self) -> BlockSync:
+        if not -self.slot_s <= self.offset_s <= self.slot_s:
+            raise ValueError("expected offset_s between -slot_s and slot_s")
+        return self
+
+    @property
+    def mean_rate(self) -> float:
+        """Long-run arrivals per second."""
+        return self.per_block * (1 - self.miss_probability) / self.slot_s
+
+    def _slots(self, duration_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Slot starts that can reach ``[0, duration_s)`` and, for each, the probability q
+        that one of its requests lands inside."""
+        k_lo = math.floor(-(self.offset_s + self.jitter_s) / self.slot_s)
+        k_hi = math.ceil((duration_s - self.offset_s) / self.slot_s)
+        starts = self.offset_s + self.slot_s * np.arange(k_lo, k_hi + 1)
+        if self.jitter_s == 0:
+            q = ((starts >= 0) & (starts < duration_s)).astype(float)
+        else:
+            # P(0 <= start + jitter * U < T), as a difference of two uniform CDFs.
+            with np.errstate(over="ignore"):  # a tiny jitter gives ±inf, clipped to 0 or 1
+                q = np.clip((duration_s - starts) / self.jitter_s, 0.0, 1.0)
+                q -= np.clip(-starts / self.jitter_s, 0.0, 1.0)
+        return starts[q > 0], q[q > 0]
+
+    def _draw(self, rng, duration_s, day_offset_s):
+        starts, _ = self._slots(duration_s)
+        if self.miss_probability > 0:
+            starts = starts[rng.random(starts.size) >= self.miss_probability]
+        t = np.repeat(starts, self.per_block)
+        if self.jitter_s > 0:
+            t += self.jitter_s * rng.random(t.size)
+            t = t[(t >= 0) & (t < duration_s)]
+            t.sort()
+        return t
+
+    def _mean(self, duration_s, day_offset_s):
+        _, q = self._slots(duration_s)
+        return self.per_block * (1 - self.miss_probability) * q.sum()
+
+    def _variance(self, duration_s, day_offset_s):
+        _, q = self._slots(duration_s)
+        m, p = self.per_block, self.miss_probability
+        return ((1 - p) * m * q * (1 - q) + m * m * q * q * p * (1 - p)).sum()
+
+
+class Ramp(_PoissonLike):
+    """Poisson arrivals whose rate goes linearly from ``start_rate`` to ``end_rate`` (per
+    second) between ``ramp_start_s`` and ``ramp_end_s``, constant before and after."""
+
+    process: Literal["ramp"] = "ramp"
+    start_rate: float = Field(ge=0)
+    end_rate: float = Field(ge=0)
+    ramp_start_s: float = Field(default=0.0, ge=0)
+    ramp_end_s: float = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Ramp:
+        if self.ramp_end_s <= self.ramp_start_s:
+            raise ValueError("expected ramp_end_s > ramp_start_s")
+        return self
+
+    def _profile(self, duration_s, day_offset_s):
+        inner = [x for x in (self.ramp_start_s, self.ramp_end_s) if 0 < x < duration_s]
+        knots = np.array([0.0, *inner, duration_s])
+        r = np.interp(knots, [self.ramp_start_s, self.ramp_end_s], [self.start_rate, self.end_rate])
+        return _Profile(knots, r[:-1], r[1:])
+
+
+class Spikes(_PoissonLike):
+    """Poisson arrivals at ``base_rate``; for ``spike_duration_s`` seconds from each time
+    in ``at_s`` the rate is ``spike_rate`` instead (rates per second). Overlapping spikes
+    merge rather than add up."""
+
+    process: Literal["spikes"] = "spikes"
+    base_rate: float = Field(ge=0)
+    spike_rate: float = Field(ge=0)
+    spike_duration_s: float = Field(gt=0)
+    at_s: tuple[_NonNegative, ...] = ()
+
+    def _profile(self, duration_s, day_offset_s):
+        starts = np.sort(np.asarray(self.at_s, dtype=float))
+        ends = starts + self.spike_duration_s
+        if starts.size:
+            # Equal durations keep the ends sorted, so a spike opens a new interval
+            # exactly when it starts after the previous one ends.
+            new = np.concatenate(([True], starts[1:] > ends[:-1]))
+            starts, ends = starts[new], ends[np.concatenate((new[1:], [True]))]
+        edges = np.column_stack((starts, ends)).ravel()
+        knots = np.clip(np.concatenate(([0.0], edges, [duration_s])), 0.0, duration_s)
+        rates = np.full(knots.size - 1, self.base_rate)
+        rates[1::2] = self.spike_rate
+        return _Profile(knots, rates, rates)
+
+
+ArrivalProcess = Annotated[
+    Poisson | ConstantRate | OnOff | DailyProfile | BlockSync | Ramp | Spikes,
+    Field(discriminator="process"),
+]
+"""Any arrival process, chosen by its ``process`` field."""
+
+ARRIVAL_ADAPTER: TypeAdapter[ArrivalProcess] = TypeAdapter(ArrivalProcess)
+"""Validates a mapping (e.g. a scenario's ``arrival`` table) into an arrival process."""
+
+
+def arrival_times(
+    spec: ArrivalProcess, rng: np.random.Generator, duration_s: float, day_offset_s: float = 0.0
+) -> np.ndarray:
+    """Sorted arrival times in seconds in ``[0, duration_s)``: ``spec.times`` as a function."""
+    return spec.times(rng, duration_s, day_offset_s)
