@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .distributions import Beta, Distribution, LogNormal
+from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .tiers import APIS
 from .workload.arrivals import ArrivalProcess
 
@@ -126,7 +126,7 @@ class Workers(Strict):
 class Sizing(Strict):
     """What a ``POST /v1/size`` request of a source carries."""
 
-    items: Distribution = Field(default_factory=lambda: {"dist": "int_uniform", "low": 1, "high": 5})
+    items: Distribution = Field(default_factory=lambda: IntUniform(low=1, high=5))
     profiles: dict[str, float] = Field(default_factory=lambda: {"standard": 1.0})
     gas_used: Distribution = Field(default_factory=lambda: Beta(a=2.0, b=3.0))
 

@@ -1,0 +1,65 @@
+"""The ready scenarios in workloads/ validate, run, and show what they were written for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.model import recorder as rc
+from sim.runner import run
+from sim.scenario import load
+from sim.workload.demand import build_plan
+
+WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+
+
+@pytest.mark.parametrize("path", sorted(WORKLOADS.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_workload_validates_and_runs(path):
+    out = run(load(path, ["duration=300"]))
+    tiers = out.summary["tiers"]
+    assert tiers and all(t["requests"] > 0 for t in tiers)
+    assert out.summary["scenario"] == path.stem
+
+
+def test_searcher_bursts_straddle_windows_and_get_434():
+    out = run(load(WORKLOADS / "searcher.toml", ["duration=600", "tiers=['Search']"]))
+    t = out.summary["tiers"][0]
+    assert t["outcomes"]["434"] > 0 and t["outcomes"]["-32005"] == 0
+    a = out.attempts
+    throttled = a[a["outcome"] == "434"]
+    assert throttled["retry_after_s"].between(1, 12).all()
+    # offset -0.4 s: each burst starts 0.4 s before a window boundary.
+    plan = build_plan(load(WORKLOADS / "searcher.toml", ["duration=600"]))
+    phase = np.mod(plan.demand.t, 12.0)
+    assert (phase >= 11.6 - 1e-9).mean() > 0.3 and (phase < 0.6).mean() > 0.3
+
+
+def test_indexer_follows_its_daily_profile():
+    plan = build_plan(load(WORKLOADS / "indexer.toml"))
+    live = plan.demand.t[plan.demand.source == 0]
+    per_hour = np.bincount((live // 3600).astype(int), minlength=24)
+    # rate(h) = 12 * (1 + 0.6 cos(2π(h - 15)/24)); the hour around 15:00 vs 03:00 ≈ 4x
+    expected = per_hour[15] / per_hour[3]
+    assert 3.0 < expected < 5.2
+    assert abs(len(live) - 12 * 86400) < 5 * np.sqrt(12 * 86400)
+
+
+def test_mixed_bundle_revoked_key_custom_method_and_tier():
+    loaded = load(WORKLOADS / "mixed-bundle.toml", ["duration=300"])
+    out = run(loaded)
+    names = [t["tier"] for t in out.summary["tiers"]]
+    assert "Enterprise" in names
+    a = out.attempts
+    revoked = a[a["source"] == "old-integration"]
+    assert len(revoked) > 0 and (revoked["outcome"] == "401").all()
+    assert (a.loc[a["outcome"] != "401", "source"] != "old-integration").all()
+    trace_ok = a[(a["method"] == "svc_traceCall") & (a["outcome"] == "ok")]
+    assert len(trace_ok) > 0 and (trace_ok["cu_settled"] == 60).all()
+    call_ok = a[(a["method"] == "svc_call") & (a["outcome"] == "ok")]
+    assert (call_ok["cu_settled"] == 18).all()
+    assert {p["name"]: p["source"] for p in out.summary["assumptions"]["pricing"]}[
+        "rpc.method_cu.svc_call"] == "scenario"
+    assert set(a["region"].unique()) == {"eu-west", "us-east", "ap-south"}
+    assert rc.OUTCOMES.index("401") == rc.AUTH_401
