@@ -89,10 +89,68 @@ def tier_summary(result: TierResult, plan: Plan) -> dict:
         },
         "retry_budget_refusals": result.retry_budget_refusals,
         "connections": _connections(result),
+        "websockets": _websockets(result, a),
         "by_method": _by_method(a, plan),
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(summary, sc.slo)
     return summary
+
+
+def _websockets(result: TierResult, a: dict[str, np.ndarray]) -> dict | None:
+    ws = result.extra.get("websockets")
+    if ws is None:
+        return None
+    return {
+        "handshakes": ws["handshakes"],
+        "wanted_s": _r(ws["wanted_s"], 3),
+        "connected_s": _r(ws["connected_s"], 3),
+        "connected_fraction": _r(ws["connected_fraction"]),
+        "events_published": {k: int(v) for k, v in ws["events_published"].items()},
+        "events_delivered": int(ws["events_delivered"]),
+        "events_lost": int(ws["events_lost"]),
+        "cu_connect": _r(ws["cu_connect"]),
+        "cu_publish": _r(ws["cu_publish"]),
+        "cu_requests": _r(a["cu_settled"].sum() - ws["cu_connect"]),
+        "sessions": len(ws["sessions"]["open_s"]),
+        "peak_live_slots": int(max(ws["slots"]["live"], default=0)),
+    }
+
+
+def streams_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
+    """One row per websocket session (``streams.parquet``)."""
+    ws = result.extra.get("websockets")
+    sc = plan.scenario
+    if ws is None:
+        return pd.DataFrame()
+    s = ws["sessions"]
+    n = len(s["open_s"])
+    clients = [c.name for c in sc.streams]
+    client = s["client"].astype(np.int64)
+    start = pd.Timestamp(sc.start)
+    return pd.DataFrame({
+        "tier": pd.Categorical([result.tier.name] * n),
+        "client": pd.Categorical.from_codes(client, categories=clients),
+        "stream": pd.Categorical([sc.streams[i].stream for i in client.tolist()]),
+        "connection": s["conn"],
+        "open": start + pd.to_timedelta(s["open_s"], unit="s"),
+        "open_s": s["open_s"],
+        "close_s": s["close_s"],
+        "closed_how": pd.Categorical.from_codes(s["close_kind"].astype(np.int64),
+                                                categories=list(ws["close_kinds"])),
+        "events_delivered": s["events_delivered"],
+        "events_dropped": s["events_dropped"],
+        "events_lost_before": s["events_lost_before"],
+    })
+
+
+def slots_frame(result: TierResult) -> pd.DataFrame:
+    """The account's websocket slots over time (live, stale, cap), for the plot."""
+    ws = result.extra.get("websockets")
+    if ws is None:
+        return pd.DataFrame()
+    sl = ws["slots"]
+    return pd.DataFrame({"tier": result.tier.name, "t": sl["t"], "live": sl["live"],
+                         "stale": sl["stale"], "cap": sl["cap"]})
 
 
 def _connections(result: TierResult) -> dict:
@@ -170,6 +228,9 @@ def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
         "t_end_s": a["t_end"],
         "latency_ms": (a["t_end"] - a["t_send"]) * 1000.0,
         "source": pd.Categorical.from_codes(a["source"], categories=list(t.sources)),
+        "transport": pd.Categorical.from_codes(
+            (a["source"] >= len(plan.scenario.sources)).astype(np.int8),
+            categories=["http", "websocket"]),
         "api": pd.Categorical.from_codes(api_of_method, categories=list(APIS)),
         "method": pd.Categorical.from_codes(a["method"], categories=list(t.methods)),
         "key": pd.Categorical.from_codes(a["key"], categories=list(t.key_pseudonyms)),

@@ -19,7 +19,14 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .metrics import attempts_frame, recommend, tier_summary, windows_frame
+from .metrics import (
+    attempts_frame,
+    recommend,
+    slots_frame,
+    streams_frame,
+    tier_summary,
+    windows_frame,
+)
 from .model import recorder as rc
 from .model.engine import TierResult, TierRun
 from .pricing import default_pricing_table, flatten
@@ -49,6 +56,8 @@ class RunOutput:
     attempts: pd.DataFrame
     windows: pd.DataFrame
     latencies: dict[str, np.ndarray]
+    streams: pd.DataFrame
+    slots: pd.DataFrame
 
 
 def _run_tier(loaded: LoadedScenario, tier: Tier) -> TierResult:
@@ -87,10 +96,13 @@ def assemble(plan: Plan, results: list[TierResult]) -> RunOutput:
         latencies[r.tier.name] = (q["t_end"][ok] - q["t_first"][ok]) * 1000.0
     attempts = pd.concat([attempts_frame(r, plan) for r in results], ignore_index=True)
     windows = pd.concat([windows_frame(r, plan) for r in results], ignore_index=True)
-    for frame in (attempts, windows):
-        frame["tier"] = pd.Categorical(frame["tier"].astype(str),
-                                       categories=[r.tier.name for r in results])
-    return RunOutput(summary_document(plan, tiers), attempts, windows, latencies)
+    streams = pd.concat([streams_frame(r, plan) for r in results], ignore_index=True)
+    slots = pd.concat([slots_frame(r) for r in results], ignore_index=True)
+    for frame in (attempts, windows, streams):
+        if len(frame.columns):
+            frame["tier"] = pd.Categorical(frame["tier"].astype(str),
+                                           categories=[r.tier.name for r in results])
+    return RunOutput(summary_document(plan, tiers), attempts, windows, latencies, streams, slots)
 
 
 def summary_document(plan: Plan, tiers: list[dict]) -> dict:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .tiers import APIS
+from .model.ws_config import StreamClient, WebsocketSettings
 from .workload.arrivals import ArrivalProcess
 
 SIZE = "POST /v1/size"
@@ -217,7 +218,9 @@ class Scenario(Strict):
     account: Account
     regions: list[Region] = Field(default_factory=lambda: [Region(name="default")], min_length=1)
     clients: dict[str, Client] = Field(default_factory=lambda: {"default": Client()})
-    sources: list[Source] = Field(min_length=1)
+    sources: list[Source] = Field(default_factory=list)
+    streams: list[StreamClient] = Field(default_factory=list)
+    ws: WebsocketSettings = Field(default_factory=WebsocketSettings)
     methods: dict[str, Method] = Field(default_factory=dict, validate_default=True)
     limiter: LimiterSettings = Field(default_factory=LimiterSettings)
     http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
@@ -248,9 +251,14 @@ class Scenario(Strict):
         regions = {r.name for r in self.regions}
         if len(regions) != len(self.regions):
             raise ValueError("regions: expected unique region names")
-        names = [s.name for s in self.sources]
+        if not self.sources and not self.streams:
+            raise ValueError("sources: expected at least one [[sources]] or [[streams]] entry")
+        names = [s.name for s in self.sources] + [c.name for c in self.streams]
         if len(set(names)) != len(names):
-            raise ValueError("sources: expected unique source names")
+            raise ValueError("sources: expected unique names across [[sources]] and [[streams]]")
+        for i, client in enumerate(self.streams):
+            if client.region is not None and client.region not in regions:
+                raise ValueError(f"streams[{i}].region: expected one of {sorted(regions)}")
         for i, src in enumerate(self.sources):
             if src.region is not None and src.region not in regions:
                 raise ValueError(f"sources[{i}].region: expected one of {sorted(regions)}")

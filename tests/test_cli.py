@@ -54,7 +54,11 @@ def test_run_default_writes_the_report(tmp_path):
     for t in summary["tiers"]:
         rows = req[req["tier"] == t["tier"]]
         assert len(rows) == t["attempts"]
-        assert rows["request_id"].nunique() == t["requests"]
+        http = rows[rows["transport"] == "http"]
+        assert http["request_id"].nunique() == t["requests"]
+        handshakes = rows[rows["transport"] == "websocket"]
+        assert len(handshakes) == sum(t["websockets"]["handshakes"].values())
+        assert set(handshakes["method"]) <= {"pending-txs", "new-blocks"}
         counts = rows["outcome"].value_counts()
         assert {k: int(counts.get(k, 0)) for k in t["outcomes"]} == t["outcomes"]
     win = pd.read_parquet(out / "windows.parquet")

@@ -33,6 +33,7 @@ from ..workload.demand import Plan
 from . import recorder as rc
 from .retry import RetryDecider
 from .transport import QUEUED, REFUSED, AccountConnections, ClientPool
+from .websockets import Websockets
 
 FEED_HORIZON_S = 1.0
 _NAN = math.nan
@@ -107,6 +108,12 @@ class TierRun:
         self.connections = AccountConnections(limits.max_active_connections,
                                               limits.max_new_connections_per_s)
         self._pools: dict[tuple[int, int], ClientPool] = {}
+        self.ws = None
+        if sc.streams:
+            self.ws = Websockets(
+                self.env, self.limiter, tier, list(sc.streams), sc.ws, plan.loaded.pricing,
+                key_valid=set(sc.account.keys).__contains__, seed=sc.seed,
+                duration_s=sc.duration_s, day_offset_s=sc.day_offset_s)
 
     # -- the run ---------------------------------------------------------------------
 
@@ -118,7 +125,13 @@ class TierRun:
         for i in self.plan.closed_sources:
             for w in range(sc.sources[i].workers.count):
                 env.process(self._worker(i, w))
+        if self.ws is not None:
+            self.ws.start()
         env.run()
+        ws = None
+        if self.ws is not None:
+            ws = self.ws.result()
+            self._record_handshakes(ws)
         attempts, requests = self.rec.arrays()
         lim = self.limiter
         return TierResult(
@@ -130,7 +143,25 @@ class TierRun:
             end_s=env.now,
             extra={"connections": {"opened": self.connections.opened,
                                    "peak_active": self.connections.peak_active,
-                                   "refused_430": self.connections.refused}})
+                                   "refused_430": self.connections.refused},
+                   "websockets": ws})
+
+    def _record_handshakes(self, ws: dict) -> None:
+        """Websocket handshakes are attempts too: one row each (api streams or search)."""
+        sc, tab = self.plan.scenario, self.plan.tables
+        log = ws["handshake_log"]
+        first_source = len(sc.sources)
+        connect_cu = self.plan.loaded.pricing.websocket.connect_cu
+        rid = self._next_rid
+        for t, client, outcome, ra in zip(log["t"].tolist(), log["client"].tolist(),
+                                          log["outcome"].tolist(), log["retry_after_s"].tolist(),
+                                          strict=True):
+            c = sc.streams[client]
+            region = tab.regions.index(c.region or sc.regions[0].name)
+            cu = connect_cu if outcome == rc.OK else 0.0
+            self.rec.attempt(rid, 1, first_source + client, tab.methods.index(c.stream),
+                             tab.keys.index(c.key), region, t, t, outcome, cu, cu, ra, False, 0.0)
+            rid += 1
 
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""

@@ -82,6 +82,20 @@ def render(summary: dict, plots: list[str]) -> str:
                      f"{_fmt(c['refused_430'])} | {_fmt(c['refused_421'])} | "
                      f"{_fmt(c['attempts_waiting_for_stream'])} | {_fmt(w['mean'], 2)} | "
                      f"{_fmt(w['p99'], 2)} |")
+    if any(t.get("websockets") for t in summary["tiers"]):
+        lines += ["", "## Websockets", "",
+                  "| tier | cap | handshakes ok | 435 | ws_cu_rejected | 401 | 402 | connected | "
+                  "events delivered | events lost | CU connect | CU publish | CU requests |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for t in summary["tiers"]:
+            w = t["websockets"]
+            h = w["handshakes"]
+            lines.append(
+                f"| {t['tier']} | {t['ws_cap']} | {_fmt(h['ok'])} | {_fmt(h['435'])} | "
+                f"{_fmt(h['ws_cu_rejected'])} | {_fmt(h['401'])} | {_fmt(h['402'])} | "
+                f"{w['connected_fraction']:.1%} | {_fmt(w['events_delivered'])} | "
+                f"{_fmt(w['events_lost'])} | {_fmt(w['cu_connect'], 0)} | "
+                f"{_fmt(w['cu_publish'], 0)} | {_fmt(w['cu_requests'], 0)} |")
     failing = [t for t in summary["tiers"] if not t["meets_slo"]]
     if failing:
         lines += ["", "## Why tiers fail the SLO", ""]

@@ -58,6 +58,31 @@ def outcomes_over_time(ax, attempts: pd.DataFrame, tier: str, bin_s: float = 60.
     ax.tick_params(labelsize=7)
 
 
+def websocket_slots(ax, slots: pd.DataFrame, attempts: pd.DataFrame, tier: str) -> None:
+    """Live and stale websocket slots against the cap; refused handshakes marked."""
+    s = slots[slots["tier"] == tier]
+    if len(s):
+        minutes = s["t"].to_numpy() / 60.0
+        live = s["live"].to_numpy()
+        stale = s["stale"].to_numpy()
+        ax.fill_between(minutes, 0, live, step="post", color="tab:green", alpha=0.6, label="live")
+        ax.fill_between(minutes, live, live + stale, step="post", color="tab:gray", alpha=0.6,
+                        label="stale")
+        ax.step(minutes, s["cap"], where="post", color="black", ls="--", lw=1.0, label="cap")
+    a = attempts[(attempts["tier"] == tier) & attempts["outcome"].isin(["435", "ws_cu_rejected"])]
+    if len(a):
+        cap = float(s["cap"].max()) if len(s) else 0.0
+        for outcome, colour in (("435", "tab:red"), ("ws_cu_rejected", "tab:purple")):
+            t = a.loc[a["outcome"] == outcome, "t_send_s"].to_numpy() / 60.0
+            if len(t):
+                ax.plot(t, np.full(len(t), cap + 0.3), "|", color=colour, ms=6,
+                        label=f"{outcome} handshakes")
+    ax.set_title(tier, fontsize=9)
+    ax.set_xlabel("simulated minutes", fontsize=8)
+    ax.set_ylabel("websocket slots", fontsize=8)
+    ax.tick_params(labelsize=7)
+
+
 def latency_cdf(ax, latencies: dict[str, np.ndarray]) -> None:
     """Empirical CDF of end-to-end latency of successful requests, one line per tier."""
     for tier, lat in latencies.items():
@@ -69,7 +94,8 @@ def latency_cdf(ax, latencies: dict[str, np.ndarray]) -> None:
     ax.set_xlabel("latency (ms, log scale), retries included")
     ax.set_ylabel("fraction of successful requests")
     ax.grid(True, which="both", lw=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_lines():
+        ax.legend(fontsize=7)
 
 
 def tier_comparison(ax, tiers: list[dict], slo_throttle: float) -> None:
@@ -95,7 +121,8 @@ def _grid(n: int):
 
 
 def write_all(folder: Path, attempts: pd.DataFrame, windows: pd.DataFrame, tiers: list[dict],
-              latencies: dict[str, np.ndarray], slo_throttle: float) -> list[str]:
+              latencies: dict[str, np.ndarray], slo_throttle: float,
+              slots: pd.DataFrame | None = None) -> list[str]:
     """Write every plot as PNG into ``folder``; returns the file names."""
     names = [t["tier"] for t in tiers]
     files = []
@@ -113,6 +140,14 @@ def write_all(folder: Path, attempts: pd.DataFrame, windows: pd.DataFrame, tiers
     axes[0].legend(fontsize=6, loc="upper right")
     fig.suptitle("Attempts per minute by outcome")
     files.append(_save(fig, folder / "outcomes_over_time.png"))
+
+    if slots is not None and len(slots):
+        fig, axes = _grid(len(names))
+        for ax, tier in zip(axes, names, strict=True):
+            websocket_slots(ax, slots, attempts, tier)
+        axes[0].legend(fontsize=6, loc="upper right")
+        fig.suptitle("Websocket slots: live, stale and the cap; refused handshakes marked")
+        files.append(_save(fig, folder / "websocket_slots.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     latency_cdf(ax, latencies)

@@ -48,8 +48,11 @@ def write_report(output: RunOutput, out_dir: str | Path) -> Path:
 def _write_into(output: RunOutput, folder: Path) -> None:
     output.attempts.to_parquet(folder / "requests.parquet", index=False)
     output.windows.to_parquet(folder / "windows.parquet", index=False)
+    if len(output.streams.columns):
+        output.streams.to_parquet(folder / "streams.parquet", index=False)
     png = plots.write_all(folder, output.attempts, output.windows, output.summary["tiers"],
-                          output.latencies, output.summary["slo"]["max_throttle_rate"])
+                          output.latencies, output.summary["slo"]["max_throttle_rate"],
+                          output.slots)
     md = markdown.render(output.summary, png)
     (folder / "report.md").write_text(md, encoding="utf-8")
     (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")

@@ -20,6 +20,7 @@ from ..redact import pseudonym
 from ..rng import stream
 from ..scenario import LoadedScenario
 from ..scenario_model import SIZE, Scenario, Source
+from ..model.ws_config import STREAM_API, STREAM_NAMES
 from ..tiers import APIS
 from .arrivals import arrival_times
 
@@ -95,7 +96,7 @@ class RequestDrawer:
         self._tables = tables
         self._pricing = pricing
         self._sizing = source.sizing
-        self._service = [scenario.methods[m].service_time for m in tables.methods]
+        self._service = {m: scenario.methods[m].service_time for m in source.mix}
         base = ("source", source.name, *stream_name)
         self._rng_mix = stream(seed, *base, "mix")
         self._rng_sizing = stream(seed, *base, "sizing")
@@ -106,7 +107,8 @@ class RequestDrawer:
         self._profile_p = p / p.sum()
         caps = np.array([pricing.sizing.profile_gas_cap[k] for k in profiles], dtype=float)
         self._profile_cap = caps
-        self._rpc_cost = np.array([pricing.rpc.cost(m) if m != SIZE else 0.0 for m in tables.methods])
+        self._rpc_cost = np.array([pricing.rpc.cost(m) if m in scenario.methods and m != SIZE
+                                   else 0.0 for m in tables.methods])
 
     def draw(self, n: int) -> tuple[np.ndarray, ...]:
         """Columns ``method, items, reserve, actual, service_s`` for ``n`` requests."""
@@ -124,7 +126,7 @@ class RequestDrawer:
         service = np.empty(n, dtype=float)
         for m in np.unique(method):
             rows = np.flatnonzero(method == m)
-            service[rows] = self._service[m].sample(self._rng_service, len(rows))
+            service[rows] = self._service[self._tables.methods[m]].sample(self._rng_service, len(rows))
         return (method, items, np.round(reserve, _CU_DECIMALS), np.round(actual, _CU_DECIMALS),
                 service)
 
@@ -144,19 +146,22 @@ class RequestDrawer:
 def build_tables(loaded: LoadedScenario) -> Tables:
     """Lookup tables for the scenario's methods, keys, regions and sources."""
     sc = loaded.scenario
-    methods = tuple(sc.methods)
-    keys = tuple(dict.fromkeys([*sc.account.keys, *(s.key for s in sc.sources)]))
+    # Websocket stream paths are methods of the Streams / Search API (handshake rows).
+    methods = tuple(sc.methods) + STREAM_NAMES
+    apis = [sc.methods[m].api for m in sc.methods] + [STREAM_API[n] for n in STREAM_NAMES]
+    keys = tuple(dict.fromkeys([*sc.account.keys, *(s.key for s in sc.sources),
+                                *(c.key for c in sc.streams)]))
     account = set(sc.account.keys)
     return Tables(
         methods=methods,
-        method_api=np.array([APIS.index(sc.methods[m].api) for m in methods], dtype=np.int8),
+        method_api=np.array([APIS.index(a) for a in apis], dtype=np.int8),
         keys=keys,
         key_pseudonyms=tuple(pseudonym(k) for k in keys),
         key_valid=np.array([k in account for k in keys]),
         regions=tuple(r.name for r in sc.regions),
         region_rtt_s=np.array([r.rtt_ms / 1000.0 for r in sc.regions]),
-        sources=tuple(s.name for s in sc.sources),
-        source_client=tuple(s.client for s in sc.sources),
+        sources=tuple(s.name for s in sc.sources) + tuple(c.name for c in sc.streams),
+        source_client=tuple(s.client for s in sc.sources) + tuple("" for _ in sc.streams),
     )
 
 
