@@ -63,3 +63,21 @@ def test_mixed_bundle_revoked_key_custom_method_and_tier():
         "rpc.method_cu.svc_call"] == "scenario"
     assert set(a["region"].unique()) == {"eu-west", "us-east", "ap-south"}
     assert rc.OUTCOMES.index("401") == rc.AUTH_401
+
+
+def test_streams_bot_reconnect_storm_hits_stale_slots():
+    out = run(load(WORKLOADS / "streams-bot.toml", ["duration=900"]))
+    by_tier = {t["tier"]: t for t in out.summary["tiers"]}
+    # Streams (cap 2) and All 3 APIs (cap 3) can never hold the 4 connections wanted:
+    # the clients that are out keep retrying (immediately) into 435. Professional (cap 5)
+    # holds all 4; it refuses only while two unclean drops' stale slots overlap.
+    h = {n: by_tier[n]["websockets"]["handshakes"]["435"]
+         for n in ("Streams", "All 3 APIs", "Professional bundle")}
+    assert h["Streams"] > h["All 3 APIs"] > 10 * h["Professional bundle"]
+    fractions = [by_tier[n]["websockets"]["connected_fraction"]
+                 for n in ("Streams", "All 3 APIs", "Professional bundle")]
+    assert fractions == sorted(fractions) and fractions[-1] > 0.97
+    s = out.streams
+    assert set(s["closed_how"].unique()) >= {"unclean"}
+    assert (s["close_s"] >= s["open_s"]).all()
+    assert by_tier["Streams"]["websockets"]["events_lost"] > 0
