@@ -75,6 +75,22 @@ class AccountConnections:
         self._seq += 1
         heapq.heappush(self._closing, (conn.deadline, self._seq, conn))
 
+    def close_if_idle(self, conn: Connection, now: float) -> bool:
+        """Close ``conn`` if its idle deadline has passed with no stream open on it."""
+        if conn.closed:
+            return True
+        if conn.deadline > now:
+            return False
+        conn.refresh(now)
+        if conn.active > 0:  # a long request outlived the timeout: idle from its reply on
+            conn.deadline = max(conn.releases) + conn.pool.idle_timeout_s
+            self.schedule_close(conn)
+            return False
+        conn.closed = True
+        self.active -= 1
+        conn.pool.forget(conn)
+        return True
+
     def _expire(self, now: float) -> None:
         closing = self._closing
         while closing and closing[0][0] <= now:
@@ -84,9 +100,7 @@ class AccountConnections:
             if conn.deadline > deadline:  # used since: its close moved later
                 self.schedule_close(conn)
                 continue
-            conn.closed = True
-            self.active -= 1
-            conn.pool.forget(conn)
+            self.close_if_idle(conn, now)
 
     def try_open(self, now: float, hostname: str) -> bool:
         """Admit a new connection to ``hostname`` at ``now``, or refuse it (430)."""
@@ -148,10 +162,12 @@ class ClientPool:
     def acquire(self, now: float) -> tuple[float, Connection | None]:
         """A stream for a request sent at ``now``: ``(send_time, connection)``."""
         if self.reuse and not self.waiting:
-            for conn in self.conns:
+            for conn in list(self.conns):
+                if conn.deadline <= now and self.account.close_if_idle(conn, now):
+                    continue
                 if conn.active >= self.max_streams:
                     conn.refresh(now)
-                if conn.active < self.max_streams and not conn.closed:
+                if conn.active < self.max_streams:
                     return self._stream_on(conn, now), conn
         if len(self.conns) < self.max_connections or not self.reuse:
             if not self.account.try_open(now, self.hostname):
