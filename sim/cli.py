@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .pricing import Pricing, default_pricing_table
 from .scenario import LoadedScenario, load
@@ -157,15 +158,7 @@ def validate(scenario, overrides):
                    "its requests will get 401", err=True)
 
 
-def _register_optional() -> None:
-    try:
-        from .cli_trace import trace
-    except ImportError:  # pragma: no cover - trace tools not installed
-        return
-    main.add_command(trace)
-
-
-_register_optional()
+main.add_command(trace)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -23,6 +23,7 @@ from ..scenario_model import SIZE, Scenario, Source
 from ..model.ws_config import STREAM_API, STREAM_NAMES
 from ..tiers import APIS
 from .arrivals import arrival_times
+from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
 _CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
 
@@ -143,15 +144,18 @@ class RequestDrawer:
         return items, reserve, actual
 
 
-def build_tables(loaded: LoadedScenario) -> Tables:
+def build_tables(loaded: LoadedScenario, extra_methods: dict | None = None,
+                 trace_keys: list[str] = ()) -> Tables:
     """Lookup tables for the scenario's methods, keys, regions and sources."""
     sc = loaded.scenario
+    all_methods = {**sc.methods, **(extra_methods or {})}
     # Websocket stream paths are methods of the Streams / Search API (handshake rows).
-    methods = tuple(sc.methods) + STREAM_NAMES
-    apis = [sc.methods[m].api for m in sc.methods] + [STREAM_API[n] for n in STREAM_NAMES]
+    methods = tuple(all_methods) + STREAM_NAMES
+    apis = [all_methods[m].api for m in all_methods] + [STREAM_API[n] for n in STREAM_NAMES]
     keys = tuple(dict.fromkeys([*sc.account.keys, *(s.key for s in sc.sources),
-                                *(c.key for c in sc.streams)]))
-    account = set(sc.account.keys)
+                                *(c.key for c in sc.streams), *trace_keys]))
+    # Keys recorded in a trace were accepted when recorded: they are the account's.
+    account = set(sc.account.keys) | set(trace_keys)
     return Tables(
         methods=methods,
         method_api=np.array([APIS.index(a) for a in apis], dtype=np.int8),
@@ -168,7 +172,10 @@ def build_tables(loaded: LoadedScenario) -> Tables:
 def build_plan(loaded: LoadedScenario) -> Plan:
     """Draw the open-loop demand and set up closed-loop drawers for a scenario."""
     sc = loaded.scenario
-    tables = build_tables(loaded)
+    traces = {i: load_source_trace(src, i, loaded) for i, src in enumerate(sc.sources)
+              if src.trace is not None}
+    extra = extra_methods(list(traces.values()), set(sc.methods))
+    tables = build_tables(loaded, extra, trace_keys(list(traces.values())))
     parts: list[tuple[np.ndarray, ...]] = []
     closed: list[int] = []
     notes: list[str] = []
@@ -179,9 +186,8 @@ def build_plan(loaded: LoadedScenario) -> Plan:
             closed.append(i)
             continue
         if src.trace is not None:
-            from .replay_source import trace_columns  # needs pyarrow; only for traces
-
-            parts.append(trace_columns(src, i, tables, loaded, notes))
+            parts.append(trace_columns(src, i, traces[i], tables, loaded,
+                                       {**sc.methods, **extra}, notes))
             continue
         t = arrival_times(src.arrival, stream(sc.seed, "source", src.name, "arrivals"),
                           sc.duration_s, sc.day_offset_s)

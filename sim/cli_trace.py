@@ -1,0 +1,92 @@
+"""``capsim trace``: import recorded traffic and summarise it (a thin layer over
+:mod:`sim.traces`). Register with ``main.add_command(trace)``.
+
+A :class:`~sim.errors.CapsimError` becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import click
+
+from .errors import USAGE_EXIT_CODE, CapsimError
+from .traces.importers import FORMATS, import_trace
+from .traces.schema import DEFAULT_CHUNK_ROWS
+from .traces.stats import render_stats, trace_stats
+
+
+def _user_errors(fn):
+    """Turn a CapsimError into ``file:line: field: message`` on stderr and exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CapsimError as err:
+            click.echo(err.render(), err=True)
+            raise click.exceptions.Exit(USAGE_EXIT_CODE) from None
+
+    return wrapper
+
+
+@click.group("trace")
+def trace() -> None:
+    """Import recorded traffic into the canonical trace table and summarise it.
+
+    A canonical trace is a Parquet file with one row per request (time, API, method,
+    key pseudonym, region, sizing items and profiles, gas, CU, status, latency, body
+    hash); `capsim trace import` writes it, `capsim trace stats` summarises it, and the
+    simulator replays it.
+    """
+
+
+@trace.command("import", short_help="Import a trace file into a canonical trace (Parquet).")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["auto", *FORMATS]), default="auto",
+              show_default=True,
+              help="Source format; auto picks it from the extension (.csv, .jsonl, .parquet, "
+                   ".har, .log).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Canonical trace to write (Parquet). Written atomically: nothing appears "
+                   "here unless the whole import succeeds.")
+@click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error",
+              show_default=True,
+              help="error: stop at the first invalid row, naming file, line and field. "
+                   "skip: leave invalid rows out and report how many, by reason.")
+@click.option("--region", default=None,
+              help="Record this region for every row, replacing what the source says.")
+@click.option("--chunk-rows", type=click.IntRange(min=1), default=DEFAULT_CHUNK_ROWS,
+              show_default=True,
+              help="Rows per Parquet row group. Sources are read in bounded pieces either "
+                   "way (HAR files excepted: they are loaded whole).")
+@_user_errors
+def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | None,
+               chunk_rows: int) -> None:
+    """Import FILE (CSV, JSONL, Parquet, HAR, RPC or sizing request log) into a
+    canonical trace.
+
+    Every row is validated (request bodies against the service spec); API keys are
+    replaced by pseudonyms wherever they appear, and the output is scanned for any key
+    that survived before it is published.
+    """
+    report = import_trace(file, out, fmt=fmt, on_invalid=on_invalid, region=region,
+                          chunk_rows=chunk_rows)
+    click.echo(report.render())
+
+
+@trace.command("stats", short_help="Summarise a canonical trace: windows, peak, tier.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@_user_errors
+def stats_cmd(file: str, as_json: bool) -> None:
+    """Summarise the canonical trace FILE: time span, requests and CU per 12-second
+    window, the peak window, counts by API / method / key / region / status, and the
+    smallest tier that covers the peak.
+    """
+    stats = trace_stats(file)
+    if as_json:
+        click.echo(json.dumps(stats, indent=2, default=str))
+    else:
+        click.echo(render_stats(stats))

@@ -1,0 +1,261 @@
+"""Keeping API keys out of canonical traces.
+
+During an import every raw key found in a key source (a key column, the ``X-Api-Key``
+header in any letter case, an ``Authorization: Bearer`` token, a ``apiKey`` /
+``api_key`` / ``key`` query parameter in any letter case, a ``key=`` log token) is added
+to a :class:`KeyRegistry`, held in memory only. The key column stores
+:func:`sim.redact.pseudonym` of the key; every kept text field (method, region,
+profiles, the source file name) goes through :meth:`KeyRegistry.redact`, which replaces
+
+* every occurrence of a registered key (substring match, longest key first), and
+* every token with the *shape* of a registered key (same character class - hex,
+  alphanumeric or URL-safe - and same length, for keys of at least 20 characters), so a
+  key that never appeared in a key source but looks like the account's keys is caught
+  too. This may over-redact, for example a 64-hex transaction hash in a path when the
+  keys are 64 hex digits; that is the safe side.
+
+by its pseudonym. Existing pseudonyms (``key-`` + 16 hex) are left alone, which makes
+redaction idempotent. Keys shorter than :data:`MIN_KEY_LEN` characters, or with spaces or
+control characters, are rejected as invalid rows: they cannot be told apart from
+ordinary text.
+
+After writing, :func:`scan_trace` reads the whole output back (decoded column values,
+file metadata, and the raw file bytes) and fails if any registered key, or any token
+with a registered shape, is still there. Messages name the column, never the value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from urllib.parse import parse_qsl, urlsplit
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import CapsimError
+from ..redact import PSEUDONYM_RE, pseudonym
+
+MIN_KEY_LEN = 8
+MAX_KEY_LEN = 512
+SHAPE_MIN_LEN = 20
+NO_KEY = "(none)"
+QUERY_KEY_NAMES = frozenset({"apikey", "api_key", "key"})
+KEY_HEADER = "x-api-key"
+
+_PSEUDO = r"key-[0-9a-f]{16}(?![0-9a-fA-F])"
+_CLASSES = (("hex", "0-9a-fA-F"), ("alnum", "A-Za-z0-9"), ("urlsafe", "A-Za-z0-9_\\-"))
+_KEY_CHARS_RE = re.compile(r"[\x21-\x7e]+")
+_BODY_HASH_RE = re.compile(r"[0-9a-f]{16}")
+
+
+def key_problem(raw: str) -> str | None:
+    """Why ``raw`` is not acceptable as an API key (None when it is)."""
+    if not _KEY_CHARS_RE.fullmatch(raw):
+        return "expected an API key of printable ASCII characters without spaces"
+    if not MIN_KEY_LEN <= len(raw) <= MAX_KEY_LEN:
+        return f"expected an API key of {MIN_KEY_LEN} to {MAX_KEY_LEN} characters"
+    return None
+
+
+def is_redacted(value: str) -> bool:
+    """Whether ``value`` is already a pseudonym or the no-key marker."""
+    return value == NO_KEY or bool(PSEUDONYM_RE.match(value))
+
+
+def key_shape(key: str) -> tuple[str, int] | None:
+    """``(character class, length)`` of a key long enough to be matched by shape."""
+    if len(key) < SHAPE_MIN_LEN:
+        return None
+    for name, chars in _CLASSES:
+        if re.fullmatch(f"[{chars}]+", key):
+            return name, len(key)
+    return None
+
+
+def _shape_pattern(shape: tuple[str, int]) -> str:
+    chars = dict(_CLASSES)[shape[0]]
+    return f"(?<![{chars}])[{chars}]{{{shape[1]}}}(?![{chars}])"
+
+
+class KeyRegistry:
+    """The raw keys seen during one import and the redactor they imply.
+
+    Never serialised, never logged; :func:`len` tells how many distinct keys were seen.
+    """
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        self._keys: set[str] = set()
+        self._shapes: set[tuple[str, int]] = set()
+        self._regex: list[re.Pattern[str]] | None = None
+        for key in keys:
+            self.add(key)
+
+    def add(self, key: str) -> None:
+        """Register ``key`` (pseudonyms and the no-key marker are ignored)."""
+        if not key or is_redacted(key) or key in self._keys:
+            return
+        self._keys.add(key)
+        shape = key_shape(key)
+        if shape is not None:
+            self._shapes.add(shape)
+        self._regex = None
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """The raw keys (for the post-write scan only)."""
+        return frozenset(self._keys)
+
+    def _patterns(self) -> list[re.Pattern[str]]:
+        # Literal keys first, then key-shaped tokens on the result: replacing a key can
+        # leave a neighbouring key-shaped run newly bounded, and the second pass takes it,
+        # which is what makes redaction idempotent. Pseudonyms are matched (and kept)
+        # first at every position so that their hex digits are never taken for a key.
+        if self._regex is None:
+            literals = "|".join(re.escape(k) for k in sorted(self._keys, key=len, reverse=True))
+            shapes = "|".join(_shape_pattern(s) for s in sorted(self._shapes))
+            self._regex = [re.compile(f"(?P<p>{_PSEUDO})|{alt}")
+                           for alt in (literals, shapes) if alt]
+        return self._regex
+
+    def redact(self, text: str) -> str:
+        """``text`` with every registered key and key-shaped token replaced by a pseudonym."""
+        if not self._keys:
+            return text
+        for pattern in self._patterns():
+            text = pattern.sub(lambda m: m[0] if m["p"] else pseudonym(m[0]), text)
+        return text
+
+    def leaks(self, text: str) -> bool:
+        """Whether ``text`` still holds a registered key or a key-shaped token."""
+        if not self._keys:
+            return False
+        return any(not m["p"] for pattern in self._patterns()
+                   for m in pattern.finditer(text))
+
+
+@lru_cache(maxsize=32)
+def _registry_for(keys: tuple[str, ...]) -> KeyRegistry:
+    return KeyRegistry(keys)
+
+
+def redact_text(text: str, keys: Iterable[str]) -> str:
+    """Replace every occurrence of any of ``keys`` (and tokens of their shape) in ``text``.
+
+    Idempotent: ``redact_text(redact_text(t, k), k) == redact_text(t, k)``.
+    """
+    return _registry_for(tuple(sorted(set(keys)))).redact(text)
+
+
+def split_url(url: str) -> tuple[str, str, str, list[str]]:
+    """``(scheme, host, path, keys)`` of a URL; ``keys`` are key-named query values."""
+    parts = urlsplit(url)
+    keys = [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if k.lower() in QUERY_KEY_NAMES and v]
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.path or "/", keys
+
+
+def bearer_token(value: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value."""
+    scheme, _, token = value.strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+class KeySurvived(CapsimError):
+    """A raw key (or key-shaped token) was found in the written output."""
+
+
+_TEXT_COLUMNS = ("method", "region", "profiles")
+
+
+def _unique_strings(col) -> list[str]:
+    values = col.dictionary if hasattr(col, "dictionary") else pc.unique(col.drop_null())
+    return [v for v in values.to_pylist() if v is not None]
+
+
+def scan_trace(path: str, registry: KeyRegistry, *, label: str) -> None:
+    """Fail with :class:`KeySurvived` when ``path`` still holds a key in any form.
+
+    Checks: every ``key`` value is a pseudonym or ``(none)``; every ``body_hash`` is 16
+    hex digits; ``method``/``region``/``profiles`` values and the file metadata hold no
+    registered key or key-shaped token; the raw file bytes hold no registered key.
+    ``label`` names the file in the message (the final output name, not the temp file).
+    """
+    pf = pq.ParquetFile(path)
+    try:
+        for k, v in (pf.metadata.metadata or {}).items():
+            if k.startswith(b"ARROW:"):
+                continue  # base64 of the schema; the raw-bytes scan still covers it
+            if registry.leaks(k.decode("utf-8", "replace")) or registry.leaks(
+                    v.decode("utf-8", "replace")):
+                raise KeySurvived("an API key survived redaction in the file metadata",
+                                  file=label, field="metadata")
+        for batch in pf.iter_batches(columns=["key", "body_hash", *_TEXT_COLUMNS],
+                                     batch_size=1 << 17):
+            for value in _unique_strings(batch.column("key")):
+                if not is_redacted(value):
+                    raise KeySurvived("a key value is not a pseudonym", file=label, field="key")
+            hashes = batch.column("body_hash").drop_null()
+            if len(hashes) and not pc.all(pc.match_substring_regex(
+                    hashes, r"^[0-9a-f]{16}$")).as_py():
+                raise KeySurvived("a body_hash is not 16 hex digits", file=label,
+                                  field="body_hash")
+            for name in _TEXT_COLUMNS:
+                for value in _unique_strings(batch.column(name)):
+                    if registry.leaks(value):
+                        raise KeySurvived("an API key survived redaction", file=label,
+                                          field=name)
+    finally:
+        pf.close()
+    _scan_bytes(path, registry, label)
+
+
+def _scan_bytes(path: str, registry: KeyRegistry, label: str) -> None:
+    """Search the raw file for every registered key.
+
+    Keys of a known character class are found through runs of that class (one regex
+    pass per class, then set look-ups of every key-length window of each run), so the
+    cost does not grow with the number of keys; other keys are searched one by one.
+    """
+    keys = {k.encode("utf-8") for k in registry.keys}
+    if not keys:
+        return
+    by_class: dict[str, set[bytes]] = {}
+    loose: list[bytes] = []
+    for key in keys:
+        cls = next((name for name, chars in _CLASSES
+                    if re.fullmatch(f"[{chars}]+".encode(), key)), None)
+        if cls is None:
+            loose.append(key)
+        else:
+            by_class.setdefault(cls, set()).add(key)
+    runs = [(re.compile(f"[{dict(_CLASSES)[c]}]{{{min(map(len, ks))},}}".encode()), ks,
+             sorted({len(k) for k in ks})) for c, ks in by_class.items()]
+    overlap = max(map(len, keys)) - 1
+    tail = b""
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(16 << 20)
+            if not block:
+                return
+            data = tail + block
+            found = any(k in data for k in loose)
+            for pattern, ks, lengths in runs:
+                for m in pattern.finditer(data):
+                    run = m[0]
+                    if any(run[i:i + n] in ks for n in lengths
+                           for i in range(len(run) - n + 1)):
+                        found = True
+                        break
+            if found:
+                raise KeySurvived("an API key survived redaction in the raw file bytes",
+                                  file=label)
+            tail = data[-overlap:] if overlap else b""

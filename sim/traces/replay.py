@@ -1,0 +1,393 @@
+"""Loading a canonical trace for replay by the simulator.
+
+:func:`load_replay` reads only the columns it needs, chunk by chunk, and keeps numeric
+arrays (plus one shared string object per distinct profile list), so memory grows with
+the kept rows only. Transforms, in this order:
+
+1. **time range** ``(start, end)``: keep requests with ``start <= t - t_start < end``
+   seconds, where ``t_start`` is the first request of the whole trace.
+2. **recorded retries** (``drop_recorded_retries``): a row is a recorded retry when an
+   earlier row (by time, then file order) with the same key, method and ``body_hash``
+   (or, when the row has no ``body_hash``, the same key, method, items and profiles)
+   got a throttle status (434, -32005, 430, 435) at most ``retry_window_s`` seconds
+   before it. Such rows are dropped, so that the simulator's own retry policy produces
+   the retries; a dropped retry that was itself throttled still marks later ones.
+   Throttled rows up to ``retry_window_s`` before the range start count as earlier rows.
+3. **origin**: ``t0_ns`` is the epoch ns of the first request left; times become
+   seconds since it, divided by ``speed`` (``speed=2`` halves every inter-arrival time).
+4. **load multiplier** ``k``: ``floor(k)`` superposed copies of the trace plus one copy
+   thinned to a fraction ``k - floor(k)`` (each row kept with that probability; ``k < 1``
+   is pure thinning). Copy 0 is unshifted; every other copy is shifted by its own offset
+   drawn uniformly from [0, 12) seconds, so copies do not land on the same instants.
+   Random draws from ``rng``, in this order: one offset per shifted copy, in copy order,
+   then one uniform per row of the thinned copy.
+5. **phase shift**: ``phase_shift_s`` (>= 0) is added to every time, moving requests
+   relative to window boundaries: the epoch time of a request at speed 1 becomes
+   ``t0_ns + t_s * 1e9``, its recorded time plus the shift.
+
+The result is sorted by ``t_s`` (stable: copy order, then time order, breaks ties).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CapsimError
+from .schema import APIS, THROTTLE_STATUSES, open_trace
+
+SHIFT_RANGE_S = 12.0
+_HEX_VALUES = np.zeros(256, dtype=np.uint8)
+for _i, _c in enumerate(b"0123456789abcdef"):
+    _HEX_VALUES[_c] = _i
+
+
+@dataclass(frozen=True)
+class ReplayTrace:
+    """Arrival times and request attributes for replay, one entry per request.
+
+    ``api``, ``method``, ``key`` and ``region`` are integer codes into the matching
+    ``*_categories`` tuples (``region`` is -1 when unknown); ``api_categories`` is always
+    ``("rpc", "search", "streams")``, the others are sorted. ``items`` is 0 and
+    ``gas_used`` / ``cu`` are NaN when unknown; ``profiles`` is an object array of
+    comma-separated profile strings (None when unknown). ``copy`` tells which copy of the
+    load multiplier a row belongs to. ``t0_ns`` is the epoch ns of ``t_s == 0``.
+    """
+
+    t_s: np.ndarray
+    api: np.ndarray
+    method: np.ndarray
+    key: np.ndarray
+    region: np.ndarray
+    items: np.ndarray
+    profiles: np.ndarray
+    gas_used: np.ndarray
+    cu: np.ndarray
+    copy: np.ndarray
+    api_categories: tuple[str, ...]
+    method_categories: tuple[str, ...]
+    key_categories: tuple[str, ...]
+    region_categories: tuple[str, ...]
+    t0_ns: int
+    dropped_retries: int
+    speed: float
+    load_multiplier: float
+    phase_shift_s: float
+
+    def __len__(self) -> int:
+        return len(self.t_s)
+
+
+class _Categories:
+    """Global codes for a dictionary column read chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+
+    def encode(self, col) -> np.ndarray:
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if not pa.types.is_dictionary(col.type):
+            col = pc.dictionary_encode(col)
+        lut = np.array([self.codes.setdefault(v, len(self.codes))
+                        for v in col.dictionary.to_pylist()] + [-1], dtype=np.int32)
+        return lut[np.asarray(pc.fill_null(col.indices, -1).to_numpy(zero_copy_only=False))]
+
+    def sorted(self, codes: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+        """Codes renumbered to the sorted categories that occur in ``codes``."""
+        used = np.bincount(codes[codes >= 0], minlength=len(self.codes)) > 0
+        names = sorted(name for name, c in self.codes.items() if used[c])
+        remap = np.full(len(self.codes) + 1, -1, dtype=np.int32)
+        for new, name in enumerate(names):
+            remap[self.codes[name]] = new
+        return remap[codes], tuple(names)
+
+
+def _hash64(col) -> tuple[np.ndarray, np.ndarray]:
+    """body_hash (16 hex digits) as uint64, plus a has-hash mask."""
+    has = np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+    filled = pc.fill_null(col, "0" * 16).cast(pa.string())
+    if isinstance(filled, pa.ChunkedArray):
+        filled = filled.combine_chunks()
+    offsets = np.frombuffer(filled.buffers()[1], dtype=np.int32)[
+        filled.offset:filled.offset + len(filled) + 1]
+    data = np.frombuffer(filled.buffers()[2], dtype=np.uint8)
+    if len(filled) == 0:
+        return np.zeros(0, dtype=np.uint64), has
+    if not np.all(np.diff(offsets) == 16):
+        raise CapsimError("body_hash values must be 16 hex digits", field="body_hash")
+    nibbles = _HEX_VALUES[data[offsets[0]:offsets[-1]]].reshape(-1, 16)
+    packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]  # 8 bytes per row, big-endian
+    return np.ascontiguousarray(packed).view(">u8").ravel().astype(np.uint64), has
+
+
+def _check(speed, load_multiplier, phase_shift_s, time_range_s, retry_window_s) -> None:
+    def bad(name: str, what: str) -> None:
+        raise CapsimError(f"expected {what}", field=name)
+
+    if not (isinstance(speed, int | float) and math.isfinite(speed) and speed > 0):
+        bad("speed", "a finite number > 0")
+    if not (math.isfinite(load_multiplier) and load_multiplier > 0):
+        bad("load_multiplier", "a finite number > 0")
+    if not (math.isfinite(phase_shift_s) and phase_shift_s >= 0):
+        bad("phase_shift_s", "a finite number >= 0")
+    if not (math.isfinite(retry_window_s) and retry_window_s >= 0):
+        bad("retry_window_s", "a finite number >= 0")
+    if time_range_s is not None:
+        start, end = time_range_s
+        if not (math.isfinite(start) and start >= 0 and end > start):
+            bad("time_range_s", "(start, end) seconds with 0 <= start < end")
+
+
+def _retry_mask(t, key, method, sig, has_hash, throttled, window_ns) -> np.ndarray:
+    """Rows that are recorded retries (rule in the module doc); ``t`` sorted ascending."""
+    n = len(t)
+    if n == 0 or not throttled.any():
+        return np.zeros(n, dtype=bool)
+    order = np.lexsort((np.arange(n), t, sig, has_hash, method, key))
+    k, m, s, h = key[order], method[order], sig[order], has_hash[order]
+    ts, th = t[order], throttled[order]
+    last = np.maximum.accumulate(np.where(th, np.arange(n), -1))
+    prev = np.empty(n, dtype=np.int64)
+    prev[0] = -1
+    prev[1:] = last[:-1]
+    ok = prev >= 0
+    p = np.where(ok, prev, 0)
+    same = ok & (k[p] == k) & (m[p] == m) & (s[p] == s) & (h[p] == h)
+    retry_sorted = same & (ts - ts[p] <= window_ns)
+    out = np.zeros(n, dtype=bool)
+    out[order] = retry_sorted
+    return out
+
+
+def load_replay(path: str | os.PathLike, *, speed: float = 1.0, load_multiplier: float = 1.0,
+                phase_shift_s: float = 0.0, time_range_s: tuple[float, float] | None = None,
+                drop_recorded_retries: bool = True, retry_window_s: float = 60.0,
+                rng: np.random.Generator, chunk_rows: int = 1 << 18) -> ReplayTrace:
+    """Load the canonical trace at ``path`` for replay (transforms in the module doc)."""
+    _check(speed, load_multiplier, phase_shift_s, time_range_s, retry_window_s)
+    pf = open_trace(path)
+    try:
+        return _load(pf, speed, load_multiplier, phase_shift_s, time_range_s,
+                     drop_recorded_retries, retry_window_s, rng, chunk_rows)
+    finally:
+        pf.close()
+
+
+def _trace_start(pf) -> int | None:
+    idx = pf.schema_arrow.get_field_index("time_ns")
+    mins = []
+    for g in range(pf.metadata.num_row_groups):
+        col = pf.metadata.row_group(g).column(idx)
+        stats = col.statistics
+        if col.num_values and (stats is None or not stats.has_min_max):
+            mins = None
+            break
+        if col.num_values:
+            mins.append(stats.min)
+    if mins is not None:
+        return min(mins) if mins else None
+    starts = [int(pc.min(b.column(0)).as_py()) for b in pf.iter_batches(columns=["time_ns"])
+              if b.num_rows]
+    return min(starts) if starts else None
+
+
+class _Growing:
+    """Per-column numpy buffers filled chunk by chunk (preallocated when the row count
+    is known, so that no concatenation doubles the peak)."""
+
+    def __init__(self, capacity: int | None) -> None:
+        self.capacity = capacity
+        self.n = 0
+        self.cols: dict[str, np.ndarray] = {}
+        self.parts: dict[str, list[np.ndarray]] = {}
+
+    def append(self, got: dict[str, np.ndarray]) -> None:
+        m = len(got["t"])
+        for name, arr in got.items():
+            if self.capacity is None:
+                self.parts.setdefault(name, []).append(arr)
+            else:
+                if name not in self.cols:
+                    self.cols[name] = np.empty(self.capacity, dtype=arr.dtype)
+                self.cols[name][self.n:self.n + m] = arr
+        self.n += m
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        if self.capacity is None:
+            out = {name: np.concatenate(arrs) for name, arrs in self.parts.items()}
+            self.parts.clear()
+            return out
+        return {name: arr[:self.n] for name, arr in self.cols.items()}
+
+
+def _np(arr, dtype) -> np.ndarray:
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F),
+        np.uint64(0x165667B19E3779F9))
+
+
+def _retry_candidates(key, method, sig, throttled) -> np.ndarray:
+    """Indices of rows sharing a signature with some throttled row: a superset of the
+    recorded retries (small when throttles are rare), checked exactly afterwards.
+
+    A 2**24-entry table of hashed signatures filters first, so the exact sorted look-up
+    runs on the few rows that pass it. Temporaries are reused to keep the peak low.
+    """
+    mix = sig * _MIX[0]
+    tmp = key.astype(np.uint64)
+    tmp *= _MIX[1]
+    mix ^= tmp
+    tmp[:] = method
+    tmp *= _MIX[2]
+    mix ^= tmp
+    np.right_shift(mix, np.uint64(40), out=tmp)
+    low = tmp.view(np.int64)
+    table = np.zeros(1 << 24, dtype=bool)
+    table[low[throttled]] = True
+    idx = np.flatnonzero(table[low])
+    del tmp, low, table
+    marks = np.unique(mix[throttled])
+    sub = mix[idx]
+    del mix
+    pos = np.minimum(np.searchsorted(marks, sub), len(marks) - 1)
+    return idx[marks[pos] == sub]
+
+
+def _load(pf, speed, k, shift, time_range_s, drop_retries, retry_window_s, rng, chunk_rows):
+    window_ns = round(retry_window_s * 1e9)
+    start_ns = _trace_start(pf)
+    lo = hi = None
+    if start_ns is not None and time_range_s is not None:
+        lo = start_ns + round(time_range_s[0] * 1e9)
+        hi = start_ns + round(time_range_s[1] * 1e9)
+    read_lo = lo - window_ns if (lo is not None and drop_retries) else lo
+    cols = ["time_ns", "api", "method", "key", "region", "items", "profiles", "gas_used", "cu"]
+    if drop_retries:
+        cols += ["status", "body_hash"]
+    cats = {name: _Categories() for name in ("method", "key", "region", "profiles")}
+    api_lut = {name: i for i, name in enumerate(APIS)}
+    throttle_codes = pa.array(THROTTLE_STATUSES, pa.int32())
+    buf = _Growing(pf.metadata.num_rows if read_lo is None else None)
+    for batch in pf.iter_batches(batch_size=chunk_rows, columns=cols):
+        t = _np(batch.column("time_ns"), np.int64)
+        if read_lo is not None:
+            sel = (t >= read_lo) & (t < hi)
+            if not sel.any():
+                continue
+            batch = batch.filter(pa.array(sel))
+            t = t[sel]
+        api = batch.column("api")
+        if not pa.types.is_dictionary(api.type):
+            api = pc.dictionary_encode(api)
+        lut = np.array([api_lut[v] for v in api.dictionary.to_pylist()] + [-1], dtype=np.int8)
+        got = {"t": t, "api": lut[_np(pc.fill_null(api.indices, -1), np.int64)],
+               "items": _np(pc.fill_null(batch.column("items"), 0), np.int32),
+               "gas_used": _np(batch.column("gas_used").cast(pa.float64()), np.float64),
+               "cu": _np(batch.column("cu"), np.float64)}
+        for name, cat in cats.items():
+            got[name] = cat.encode(batch.column(name))
+        if drop_retries:
+            got["throttled"] = _np(pc.fill_null(pc.is_in(batch.column("status"),
+                                                         throttle_codes), False), bool)
+            got["hash"], got["has_hash"] = _hash64(batch.column("body_hash"))
+        buf.append(got)
+    if buf.n == 0:
+        return _empty(speed, k, shift)
+    data = buf.arrays()
+    del buf
+    if not np.all(data["t"][1:] >= data["t"][:-1]):
+        order = np.argsort(data["t"], kind="stable")
+        data = {name: arr[order] for name, arr in data.items()}
+        del order
+
+    dropped = 0
+    keep = data["t"] >= lo if lo is not None else None
+    if drop_retries and data["throttled"].any():
+        # without a body hash, a request is identified by its items and profiles; the
+        # signature overwrites the hash column in place (it is not needed afterwards)
+        sig = data["hash"]
+        no_hash = np.flatnonzero(~data["has_hash"])
+        sig[no_hash] = ((data["profiles"][no_hash].astype(np.int64) + 1).astype(np.uint64)
+                        << np.uint64(32) | data["items"][no_hash].astype(np.uint64))
+        del no_hash
+        idx = _retry_candidates(data["key"], data["method"], sig, data["throttled"])
+        retry = np.zeros(len(sig), dtype=bool)
+        retry[idx] = _retry_mask(data["t"][idx], data["key"][idx], data["method"][idx],
+                                 sig[idx], data["has_hash"][idx], data["throttled"][idx],
+                                 window_ns)
+        del sig, idx
+        if keep is not None:
+            retry &= keep
+        dropped = int(retry.sum())
+        keep = ~retry if keep is None else keep & ~retry
+    names = ("t", "api", "method", "key", "region", "items", "profiles", "gas_used", "cu")
+    data = {name: data[name] for name in names}  # frees the retry-only columns
+    if keep is not None and not keep.all():
+        data = {name: arr[keep] for name, arr in data.items()}
+    del keep
+    if len(data["t"]) == 0:
+        return _empty(speed, k, shift, dropped)
+    t0_ns = int(data["t"][0])
+    base = (data["t"] - t0_ns).astype(np.float64) / 1e9 / speed
+    n = len(base)
+    n_full = math.floor(k)
+    frac = k - n_full
+    offsets = [0.0] + [float(rng.uniform(0.0, SHIFT_RANGE_S)) for _ in range(1, n_full)]
+    if frac > 0 and n_full >= 1:
+        offsets.append(float(rng.uniform(0.0, SHIFT_RANGE_S)))
+    if n_full == 1 and frac == 0:
+        idx, t_s, copy = None, base + shift, np.zeros(n, dtype=np.int16)
+    else:
+        pieces_idx, pieces_t, pieces_copy = [], [], []
+        for c in range(n_full):
+            pieces_idx.append(np.arange(n))
+            pieces_t.append(base + offsets[c])
+            pieces_copy.append(np.full(n, c, dtype=np.int16))
+        if frac > 0:
+            kept = np.flatnonzero(rng.random(n) < frac)
+            pieces_idx.append(kept)
+            pieces_t.append(base[kept] + (offsets[n_full] if n_full >= 1 else 0.0))
+            pieces_copy.append(np.full(len(kept), n_full, dtype=np.int16))
+        idx = np.concatenate(pieces_idx)
+        t_s = np.concatenate(pieces_t) + shift
+        copy = np.concatenate(pieces_copy)
+        if len(pieces_idx) > 1:
+            order = np.argsort(t_s, kind="stable")
+            idx, t_s, copy = idx[order], t_s[order], copy[order]
+    del base
+
+    def pick(arr: np.ndarray) -> np.ndarray:
+        return arr if idx is None else arr[idx]
+
+    method, method_cats = cats["method"].sorted(pick(data["method"]))
+    key, key_cats = cats["key"].sorted(pick(data["key"]))
+    region, region_cats = cats["region"].sorted(pick(data["region"]))
+    profile_names = np.array([*sorted(cats["profiles"].codes,
+                                      key=cats["profiles"].codes.__getitem__), None],
+                             dtype=object)
+    return ReplayTrace(
+        t_s=t_s, api=pick(data["api"]), method=method, key=key, region=region,
+        items=pick(data["items"]), profiles=profile_names[pick(data["profiles"])],
+        gas_used=pick(data["gas_used"]), cu=pick(data["cu"]), copy=copy,
+        api_categories=APIS, method_categories=method_cats, key_categories=key_cats,
+        region_categories=region_cats, t0_ns=t0_ns, dropped_retries=dropped, speed=speed,
+        load_multiplier=k, phase_shift_s=shift)
+
+
+def _empty(speed, k, shift, dropped: int = 0) -> ReplayTrace:
+    z = np.zeros(0)
+    return ReplayTrace(
+        t_s=z, api=np.zeros(0, np.int8), method=np.zeros(0, np.int32),
+        key=np.zeros(0, np.int32), region=np.zeros(0, np.int32), items=np.zeros(0, np.int32),
+        profiles=np.zeros(0, object), gas_used=z, cu=z, copy=np.zeros(0, np.int16),
+        api_categories=APIS, method_categories=(), key_categories=(), region_categories=(),
+        t0_ns=0, dropped_retries=dropped, speed=speed, load_multiplier=k,
+        phase_shift_s=shift)

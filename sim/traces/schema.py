@@ -1,0 +1,191 @@
+"""The canonical trace table: one Parquet file, one row per request as recorded.
+
+Every importer (``capsim trace import``) writes this table; ``capsim trace stats`` and
+the replay loader read it. Columns, in this order:
+
+================  ===========================  =====  =====================================
+column            Arrow type                   null   meaning
+================  ===========================  =====  =====================================
+``time_ns``       int64                        no     request start, ns since the Unix
+                                                      epoch, UTC (integers, so 12-second
+                                                      window boundaries never tie on floats)
+``api``           dictionary<int32, string>    no     ``rpc`` | ``search`` | ``streams``
+``method``        dictionary<int32, string>    no     rpc: the JSON-RPC method
+                                                      (``svc_call``, ``svc_pendingBlock``);
+                                                      search: ``POST /v1/size`` for sizing,
+                                                      other paths as ``METHOD /path``
+                                                      (query string dropped); websocket
+                                                      handshakes: the stream
+                                                      (``pending-txs``, ``new-blocks``,
+                                                      ``pending-logs``, api ``streams``) or
+                                                      ``/v1/monitoring/unhealthy/ws`` (api
+                                                      ``search``, it is served there)
+``key``           dictionary<int32, string>    no     ``key-<16 hex>`` pseudonym of the API
+                                                      key (:func:`sim.redact.pseudonym`),
+                                                      never a key in clear; ``(none)`` when
+                                                      the source has no key
+``region``        dictionary<int32, string>    yes    regional endpoint name
+``items``         int32                        yes    sizing item count (>= 0)
+``profiles``      string                       yes    profile per item, comma-separated
+                                                      (``fast,fast,deep``); when both are
+                                                      set, the count equals ``items``
+``gas_used``      int64                        yes    total gas used by the request (>= 0)
+``cu``            float64                      yes    CU billed, when recorded (>= 0)
+``status``        int32                        yes    observed HTTP status, or the JSON-RPC
+                                                      error code (e.g. ``-32005``) when
+                                                      HTTP 200 carried a JSON-RPC error
+``latency_ms``    float64                      yes    observed latency (>= 0)
+``body_hash``     string                       yes    sha256 of the canonical request body,
+                                                      first 16 lowercase hex digits; equal
+                                                      hashes mark the same request (retries)
+================  ===========================  =====  =====================================
+
+File-level key-value metadata: ``capsim.trace_version = "1"`` and
+``capsim.source_file`` = the source file's base name (redacted like any text field).
+Rows keep source order (they need not be sorted by time). One row group per import
+chunk (``--chunk-rows``, default 500,000 rows); zstd compression.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import CapsimError
+
+TRACE_VERSION = "1"
+META_VERSION = "capsim.trace_version"
+META_SOURCE = "capsim.source_file"
+DEFAULT_CHUNK_ROWS = 500_000
+
+RPC, SEARCH, STREAMS = "rpc", "search", "streams"
+APIS = (RPC, SEARCH, STREAMS)
+SIZE_METHOD = "POST /v1/size"
+STREAM_NAMES = ("pending-txs", "new-blocks", "pending-logs")
+MONITORING_PATH = "/v1/monitoring/unhealthy/ws"
+WEBSOCKET_METHODS = (*STREAM_NAMES, MONITORING_PATH)
+THROTTLE_STATUSES = (434, -32005, 430, 435)
+NO_KEY = "(none)"
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+SCHEMA = pa.schema([
+    pa.field("time_ns", pa.int64(), nullable=False),
+    pa.field("api", _DICT, nullable=False),
+    pa.field("method", _DICT, nullable=False),
+    pa.field("key", _DICT, nullable=False),
+    pa.field("region", _DICT),
+    pa.field("items", pa.int32()),
+    pa.field("profiles", pa.string()),
+    pa.field("gas_used", pa.int64()),
+    pa.field("cu", pa.float64()),
+    pa.field("status", pa.int32()),
+    pa.field("latency_ms", pa.float64()),
+    pa.field("body_hash", pa.string()),
+])
+COLUMNS = tuple(SCHEMA.names)
+REQUIRED = ("time_ns", "api", "method", "key")
+
+
+class TraceWriter:
+    """Writes canonical chunks to a temp file next to ``out``; :meth:`commit` publishes it.
+
+    Each ``chunk_rows`` rows become one row group. Until :meth:`commit` nothing exists at
+    ``out``; :meth:`discard` (also on any exception inside ``with``) removes the temp file.
+    """
+
+    def __init__(self, out: str | os.PathLike, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> None:
+        self.out = Path(out)
+        parent = self.out.parent if str(self.out.parent) else Path(".")
+        if not parent.is_dir():
+            raise CapsimError("output folder does not exist", file=str(self.out), field="--out")
+        if self.out.is_dir():
+            raise CapsimError("expected a file name, got a folder", file=str(self.out),
+                              field="--out")
+        if chunk_rows < 1:
+            raise CapsimError("expected a positive number of rows", field="--chunk-rows")
+        self.chunk_rows = chunk_rows
+        # a plain exclusive create (not mkstemp) so the file gets the usual permissions
+        self.tmp = parent / f".{self.out.name}.{secrets.token_hex(6)}.tmp"
+        with open(self.tmp, "xb"):
+            pass
+        self.rows = 0
+        self._buffer: list[pa.Table] = []
+        self._buffered = 0
+        self._writer = pq.ParquetWriter(
+            str(self.tmp), SCHEMA.with_metadata({META_VERSION: TRACE_VERSION}),
+            compression="zstd", write_statistics=["time_ns"])
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.discard()
+
+    def write(self, table: pa.Table) -> None:
+        """Append canonical rows (a table with :data:`SCHEMA`)."""
+        if table.num_rows == 0:
+            return
+        self._buffer.append(table)
+        self._buffered += table.num_rows
+        while self._buffered >= self.chunk_rows:
+            self._flush(self.chunk_rows)
+
+    def _flush(self, n: int) -> None:
+        table = pa.concat_tables(self._buffer)
+        head, rest = table.slice(0, n), table.slice(n)
+        self._writer.write_table(head, row_group_size=n)
+        self.rows += head.num_rows
+        self._buffer = [rest] if rest.num_rows else []
+        self._buffered = rest.num_rows
+
+    def close(self, source_name: str) -> None:
+        """Write the last partial chunk and the file metadata; the temp file is complete."""
+        if self._buffered:
+            self._flush(self._buffered)
+        self._writer.add_key_value_metadata({META_SOURCE: source_name})
+        self._writer.close()
+
+    def commit(self) -> None:
+        """Move the finished temp file onto ``out`` (atomic on one filesystem)."""
+        os.replace(self.tmp, self.out)
+
+    def discard(self) -> None:
+        """Drop everything written so far."""
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.tmp.unlink()
+
+
+def open_trace(path: str | os.PathLike) -> pq.ParquetFile:
+    """Open a canonical trace for reading, checking its version and columns."""
+    label = str(path)
+    try:
+        pf = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise CapsimError("no such file", file=label) from None
+    except (OSError, pa.ArrowException):
+        raise CapsimError("not a Parquet file; import the source with `capsim trace import` "
+                          "first", file=label) from None
+    meta = pf.metadata.metadata or {}
+    version = meta.get(META_VERSION.encode())
+    if version is None:
+        pf.close()
+        raise CapsimError("not a canonical capsim trace (no capsim.trace_version metadata); "
+                          "import it with `capsim trace import` first", file=label)
+    if version.decode("utf-8", "replace") != TRACE_VERSION:
+        pf.close()
+        raise CapsimError(f"unsupported trace version; expected {TRACE_VERSION}", file=label,
+                          field=META_VERSION)
+    names = set(pf.schema_arrow.names)
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        pf.close()
+        raise CapsimError(f"missing columns {', '.join(missing)}", file=label)
+    return pf
