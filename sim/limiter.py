@@ -233,6 +233,14 @@ class CULimiter:
                 self._day_used = max(0.0, self._day_used - refund)
                 self.daily_used[day] = self._day_used
 
+    def spend(self, now: float, cost: float) -> int:
+        """Reserve a cost known in advance and settle it at once (websocket connects and
+        published events); same results as :meth:`reserve`."""
+        status = self.reserve(now, cost, cost)
+        if status == OK and cost > 0.0:
+            self._w_settled[self.wid] += cost
+        return status
+
     def retry_after(self, now: float) -> int:
         """Whole seconds (ceil, at least 1) from ``now`` to the start of the next window."""
         if self._epoch:

@@ -736,3 +736,12 @@ def test_property_limiter_matches_reference_model(case):
         assert li.available(t) == case.budget - ref.tr.used(t)
     assert li.daily_exhausted_at == ref.exhausted
     assert li.daily_used == {d: float(v) for d, v in ref.day_used.items()}
+
+
+def test_spend_reserves_and_settles_at_once():
+    from sim.limiter import CULimiter as _L
+    lim = _L(100)
+    assert lim.spend(1.0, 30) == OK and lim.spend(2.0, 80) == THROTTLED
+    assert lim.spend(3.0, 70) == OK
+    w = lim.window_stats()
+    assert w.reserved_cu[0] == 100 and w.settled_cu[0] == 100 and w.peak_used_cu[0] == 100

@@ -384,7 +384,7 @@ class Websockets:
                 continue
             now, spent = env.now, 0.0
             for conn in list(live) if close else live:
-                if lim.reserve(now, cost, cost) == LIM_OK:
+                if lim.spend(now, cost) == LIM_OK:
                     spent += cost
                     continue
                 conn.dropped += 1
@@ -442,7 +442,7 @@ class Websockets:
             if not ok:
                 outcome, retry_after = rc.WS_435, float(wait)
             else:
-                status = self.limiter.reserve(now, self._connect_cu, self._connect_cu)
+                status = self.limiter.spend(now, self._connect_cu)
                 if status == LIM_OK:
                     outcome = rc.OK
                     self.cu_connect += self._connect_cu
