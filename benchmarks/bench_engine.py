@@ -18,9 +18,9 @@ import time
 
 import simpy
 
+from sim.model.engine import TierRun
 from sim.scenario import load
 from sim.tiers import find_tier
-from sim.model.engine import TierRun
 from sim.workload.demand import build_plan
 
 

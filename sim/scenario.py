@@ -204,10 +204,7 @@ def _real_path(raw: Any, loc: tuple) -> tuple:
     """The loc without pydantic's union-tag and validator segments (they are not keys)."""
     path, node = [], raw
     for seg in loc:
-        if isinstance(node, dict) and seg in node:
-            node = node[seg]
-            path.append(seg)
-        elif isinstance(node, list) and isinstance(seg, int) and seg < len(node):
+        if isinstance(node, dict) and seg in node or isinstance(node, list) and isinstance(seg, int) and seg < len(node):
             node = node[seg]
             path.append(seg)
         elif isinstance(node, dict) and isinstance(seg, str) and not _is_tag(seg, node):

@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .distributions import Beta, Distribution, IntUniform, LogNormal
-from .tiers import APIS
 from .model.ws_config import StreamClient, WebsocketSettings
+from .tiers import APIS
 from .workload.arrivals import ArrivalProcess
 
 SIZE = "POST /v1/size"

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model.ws_config import STREAM_API, STREAM_NAMES
 from ..pricing import Pricing
 from ..redact import pseudonym
 from ..rng import stream
 from ..scenario import LoadedScenario
 from ..scenario_model import SIZE, Scenario, Source
-from ..model.ws_config import STREAM_API, STREAM_NAMES
 from ..tiers import APIS
 from .arrivals import arrival_times
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
