@@ -101,6 +101,13 @@ class HttpSettings(Strict):
     reuse: bool = True
 
 
+class Pacing(Strict):
+    """Optional client-side pacing: a token bucket in CU per second (per source)."""
+
+    rate_cu_per_s: float = Field(gt=0)
+    burst_cu: float = Field(default=0.0, ge=0)
+
+
 class Client(Strict):
     """Client behaviour shared by the sources that name it."""
 
@@ -108,6 +115,7 @@ class Client(Strict):
     http_version: Literal["2", "1.1"] = "2"
     sni: bool = True
     http: HttpSettings = Field(default_factory=HttpSettings)
+    pacing: Pacing | None = None
 
 
 class AccountHttpLimits(Strict):

@@ -31,6 +31,7 @@ from ..scenario_model import SIZE
 from ..tiers import APIS, RPC, Tier
 from ..workload.demand import Plan
 from . import recorder as rc
+from .pacing import TokenBucket
 from .retry import RetryDecider
 from .transport import QUEUED, REFUSED, AccountConnections, ClientPool
 from .websockets import Websockets
@@ -97,8 +98,11 @@ class TierRun:
         self._key_valid = t.key_valid.tolist()
         self._half_rtt = (t.region_rtt_s / 2).tolist()
         self._deciders, self._retry_codes, self._h2_ok = [], [], []
+        self._pacers: list[TokenBucket | None] = []
         for src in sc.sources:
             client = sc.clients[src.client]
+            p = client.pacing
+            self._pacers.append(TokenBucket(p.rate_cu_per_s, p.burst_cu) if p else None)
             self._deciders.append(RetryDecider(client.retry, stream(sc.seed, "source", src.name, "retry")))
             self._retry_codes.append(frozenset(rc.OUTCOMES.index(o) for o in client.retry.retry_on
                                                if o in rc.OUTCOMES))
@@ -235,8 +239,17 @@ class TierRun:
     def _send_event(self, event) -> None:
         self._send(event.value, self.env.now)
 
-    def _send(self, r: Request, now: float) -> None:
-        """The client sends an attempt: get a stream, then the request travels rtt/2."""
+    def _paced_event(self, event) -> None:
+        self._send(event.value, self.env.now, paced=True)
+
+    def _send(self, r: Request, now: float, paced: bool = False) -> None:
+        """The client sends an attempt: pace it, get a stream, then it travels rtt/2."""
+        pacer = self._pacers[r.source]
+        if pacer is not None and not paced:
+            wait = pacer.delay(now, r.reserve)
+            if wait > 0.0:
+                self.env.timeout(wait, r).callbacks.append(self._paced_event)
+                return
         pool = self._pool(r.source, r.region)
         start, conn = pool.acquire(now)
         if start >= 0.0:
