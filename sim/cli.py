@@ -15,9 +15,9 @@ import click
 from . import __version__
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
-from .pricing import Pricing, default_pricing_table
-from .scenario import LoadedScenario
-from .tiers import CATALOG
+from .policy.pricing import Pricing, default_pricing_table
+from .policy.resolved import LoadedScenario
+from .policy.tiers import CATALOG
 
 
 class CapsimGroup(click.Group):

@@ -1,6 +1,6 @@
 """Run a scenario against its tiers and assemble the results (library entry point).
 
-    loaded = sim.scenario.load("workloads/searcher.toml", ["duration=600"])
+    loaded = sim.policy.load("workloads/searcher.toml", ["duration=600"])
     output = sim.runner.run(loaded)
     output.summary.recommended
 
@@ -31,10 +31,10 @@ from .metrics import (
 )
 from .model import recorder as rc
 from .model.engine import TierResult, TierRun
-from .pricing import default_pricing_table, flatten
-from .scenario import LoadedScenario
+from .policy.pricing import default_pricing_table, flatten
+from .policy.resolved import LoadedScenario
+from .policy.tiers import Tier
 from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
-from .tiers import Tier
 from .workload.demand import Plan, build_plan
 
 MODEL_ASSUMPTIONS = (
@@ -108,6 +108,15 @@ def assemble(plan: Plan, results: list[TierResult]) -> RunOutput:
     return RunOutput(summary_document(plan, tiers), attempts, windows, latencies, streams, slots)
 
 
+def _limiter_settings(sc) -> dict:
+    # The one limiter kind is left out, so summaries of the same runs stay as they were
+    # before kinds existed; any other kind is recorded.
+    settings = sc.limiter.model_dump()
+    if settings["kind"] == "fixed-window":
+        del settings["kind"]
+    return settings
+
+
 def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
     """The whole ``summary.json``: provenance, assumptions, tiers, recommendation."""
     sc, loaded = plan.scenario, plan.loaded
@@ -127,7 +136,7 @@ def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
         seed=sc.seed,
         start=sc.start.isoformat().replace("+00:00", "Z"),
         duration_s=sc.duration_s,
-        limiter=sc.limiter.model_dump(),
+        limiter=_limiter_settings(sc),
         slo=SloSummary(**sc.slo.model_dump()),
         recommended=recommend(tiers),
         tiers=tuple(tiers),

@@ -13,8 +13,8 @@ import pandas as pd
 
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
-from sim.scenario import validate
-from sim.tiers import Tier
+from sim.policy.resolved import validate
+from sim.policy.tiers import Tier
 from sim.traces.importers import import_trace
 from sim.workload.demand import build_plan
 

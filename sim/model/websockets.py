@@ -42,14 +42,15 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from ..limiter import NO_ALLOWANCE, CULimiter
-from ..limiter import OK as LIM_OK
-from ..pricing import Pricing
+from ..config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
+from ..policy.limiter import NO_ALLOWANCE
+from ..policy.limiter import OK as LIM_OK
+from ..policy.limiters import Limiter
+from ..policy.pricing import Pricing
+from ..policy.tiers import Tier
 from ..rng import stream
-from ..tiers import Tier
 from ..vocabulary import CLOSE_KINDS, DAY_S, HANDSHAKE_OUTCOMES
 from . import recorder as rc
-from .ws_config import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
 
 CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
 _BLOCK = 1024
@@ -217,7 +218,7 @@ class Websockets:
     label is one of the account's keys. Nothing happens at or after ``duration_s``.
     """
 
-    def __init__(self, env: simpy.Environment, limiter: CULimiter, tier: Tier,
+    def __init__(self, env: simpy.Environment, limiter: Limiter, tier: Tier,
                  clients: list[StreamClient], settings: WebsocketSettings, pricing: Pricing,
                  key_valid: Callable[[str], bool], seed: int, duration_s: float, *,
                  day_offset_s: float = 0.0) -> None:

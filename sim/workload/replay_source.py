@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config.scenario import Method, Source
 from ..errors import CapsimError
 from ..redact import pseudonym
 from ..rng import stream
-from ..scenario_model import Method, Source
 from ..vocabulary import SIZE_METHOD
 
 _CU_DECIMALS = 6

@@ -1,4 +1,6 @@
-"""Loading a scenario file: TOML -> overrides -> validated, frozen :class:`Scenario`.
+"""Loading a scenario file: TOML -> ``--set`` overrides -> validated, frozen :class:`Scenario`.
+
+(:mod:`sim.policy.resolved` then resolves its tiers and pricing.)
 
 Every problem becomes a :class:`~sim.errors.CapsimError` naming the file, the line,
 the key path (``sources[1].arrival.rate``) and what was expected; unknown keys get a
@@ -12,30 +14,14 @@ import re
 import tomllib
 import types
 import typing
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import CapsimError
-from .pricing import Pricing, deep_merge, default_pricing_table
-from .scenario_model import Scenario
-from .tiers import CATALOG, Tier, find_tier
-
-DEFAULT_SCENARIO = "default"
-
-
-@dataclass(frozen=True)
-class LoadedScenario:
-    """A validated scenario with what was resolved from it."""
-
-    scenario: Scenario
-    path: str
-    tiers: tuple[Tier, ...]
-    pricing: Pricing
-    pricing_overrides: dict[str, Any]
+from ..errors import CapsimError
+from .scenario import Scenario
 
 
 def builtin_scenario_text() -> str:
@@ -43,8 +29,10 @@ def builtin_scenario_text() -> str:
     return resources.files("sim").joinpath("data/default.toml").read_text("utf-8")
 
 
-def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedScenario:
-    """Read, override and validate a scenario; ``None`` is the built-in default."""
+def read(path: str | Path | None = None, overrides: list[str] = ()
+         ) -> tuple[dict[str, Any], str, dict[tuple, int]]:
+    """Read a scenario's TOML (``None``: the built-in default) and apply ``--set``
+    overrides: the raw table, the label errors name, and each key's line."""
     if path is None:
         text, label = builtin_scenario_text(), "<built-in default scenario>"
     else:
@@ -67,45 +55,16 @@ def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedSce
                           line=int(match.group(1)) if match else None) from None
     for item in overrides:
         apply_override(raw, item)
-    return validate(raw, label, key_lines(text))
+    return raw, label, key_lines(text)
 
 
-def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None) -> LoadedScenario:
-    """Validate a raw table into a :class:`LoadedScenario`."""
-    lines = lines or {}
+def validate_scenario(raw: dict[str, Any], label: str,
+                      lines: dict[tuple, int] | None = None) -> Scenario:
+    """Validate a raw table into a frozen :class:`Scenario` (one clear error if not)."""
     try:
-        scenario = Scenario.model_validate(raw)
+        return Scenario.model_validate(raw)
     except ValidationError as err:
-        raise _render(err, raw, label, lines, Scenario) from None
-    try:
-        pricing = Pricing.model_validate(deep_merge(default_pricing_table(), scenario.pricing))
-    except ValidationError as err:
-        raise _render(err, raw.get("pricing", {}), label, lines, Pricing, prefix=("pricing",)) from None
-    for name in scenario.sizing_profiles_used():
-        if name not in pricing.sizing.profile_gas_cap:
-            known = sorted(pricing.sizing.profile_gas_cap)
-            raise CapsimError(f"unknown sizing profile {name!r}; expected one of {known} "
-                              "or a [pricing.sizing.profile_gas_cap] entry", file=label,
-                              field="sources[].sizing.profiles")
-    custom = tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap, custom=True)
-                   for t in scenario.custom_tiers)
-    catalog = CATALOG + custom
-    if scenario.tiers:
-        tiers = []
-        for i, name in enumerate(scenario.tiers):
-            try:
-                tiers.append(find_tier(name, catalog))
-            except CapsimError as err:
-                raise CapsimError(err.message, file=label, line=_line(lines, ("tiers",)),
-                                  field=f"tiers[{i}]") from None
-    else:
-        tiers = list(catalog)
-    if custom:
-        extra = {t.name: {"daily_allowance_cu": t.daily_allowance_cu, "monthly_usd": t.monthly_usd}
-                 for t in scenario.custom_tiers}
-        pricing = Pricing.model_validate(
-            deep_merge(pricing.model_dump(), {"tiers": extra}))
-    return LoadedScenario(scenario, label, tuple(tiers), pricing, scenario.pricing)
+        raise render_error(err, raw, label, lines or {}, Scenario) from None
 
 
 # -- --set overrides ------------------------------------------------------------------
@@ -159,7 +118,7 @@ def parse_path(text: str) -> tuple[str | int, ...]:
 
 # -- error rendering ------------------------------------------------------------------
 
-def _render(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
+def render_error(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
             model: type[BaseModel], prefix: tuple = ()) -> CapsimError:
     messages = []
     first_line = first_field = None
@@ -190,7 +149,7 @@ def _render(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
             msg = "expected " + msg[0].lower() + msg[1:] if msg.startswith("Input should") \
                 else msg[0].lower() + msg[1:]
             msg = msg.replace("expected input should be", "expected")
-        line = _line(lines, full)
+        line = line_of(lines, full)
         first_line, first_field = first_line or line, first_field or field
         where = f"line {line}: " if line and len(messages) else ""
         messages.append(f"{where}{field + ': ' if field and len(messages) else ''}{msg}")
@@ -246,8 +205,8 @@ def _step(tp: Any, seg: Any, node: Any) -> Any:
     tp = _pick_model(tp, node if not isinstance(seg, int) else None)
     if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(seg, str):
         for name, info in tp.model_fields.items():
-            if seg in (name, info.alias):
-                return info.annotation
+            if seg in (name, info.alias):  # keep the FieldInfo: it holds the discriminator
+                return typing.Annotated[info.annotation, info]
         return None
     origin = typing.get_origin(tp)
     if origin in (list, tuple) and isinstance(seg, int):
@@ -258,25 +217,39 @@ def _step(tp: Any, seg: Any, node: Any) -> Any:
 
 
 def _pick_model(tp: Any, node: Any) -> Any:
-    """Unwrap Annotated / Optional / unions, choosing the member the raw node selects."""
+    """Unwrap Annotated / Optional / unions, choosing the member the raw node selects.
+
+    A tagged union names its tag in pydantic's own ``discriminator`` (on the Annotated
+    ``Field``); the member is the one whose tag field's ``Literal`` holds the node's tag.
+    """
+    tag = None
     while True:
         origin = typing.get_origin(tp)
         if origin is typing.Annotated:
-            tp = typing.get_args(tp)[0]
+            tp, *meta = typing.get_args(tp)
+            tag = next((d for d in map(_discriminator, meta) if d), tag)
         elif origin in (typing.Union, types.UnionType):
             members = [a for a in typing.get_args(tp) if a is not type(None)]
             if len(members) == 1:
                 tp = members[0]
                 continue
-            for member in members:
-                if isinstance(member, type) and issubclass(member, BaseModel) and isinstance(node, dict):
-                    for tag in ("process", "dist"):
-                        field = member.model_fields.get(tag)
-                        if field and node.get(tag) in typing.get_args(field.annotation):
-                            return member
+            if tag and isinstance(node, dict):
+                for member in members:
+                    field = getattr(member, "model_fields", {}).get(tag)
+                    if field and node.get(tag) in typing.get_args(field.annotation):
+                        return member
             return members[0]
         else:
             return tp
+
+
+def _discriminator(meta: Any) -> str | None:
+    """The tag field's name if ``meta`` is a pydantic ``Field(discriminator=...)``."""
+    disc = getattr(meta, "discriminator", None)
+    if isinstance(disc, str):
+        return disc
+    return getattr(disc, "discriminator", None) if isinstance(
+        getattr(disc, "discriminator", None), str) else None
 
 
 # -- line numbers ---------------------------------------------------------------------
@@ -322,7 +295,7 @@ def _resolve(path: tuple, counts: dict[tuple, int]) -> tuple:
     return out
 
 
-def _line(lines: dict[tuple, int], path: tuple) -> int | None:
+def line_of(lines: dict[tuple, int], path: tuple) -> int | None:
     for n in range(len(path), 0, -1):
         if path[:n] in lines:
             return lines[path[:n]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scenario_model import RetryPolicy
+from ..config.scenario import RetryPolicy
 
 _BLOCK = 4096
 

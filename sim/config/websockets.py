@@ -16,9 +16,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..distributions import Constant, Distribution
 from ..vocabulary import STREAM_API, STREAM_NAMES
-from ..workload.arrivals import ArrivalProcess
+from .arrivals import ArrivalProcess
+from .distributions import Constant, Distribution
 
 StreamName = Literal[STREAM_NAMES]  # type: ignore[valid-type]
 """The three Streams API paths and the Search API's monitoring websocket."""
