@@ -50,9 +50,8 @@ def _write_into(output: RunOutput, folder: Path) -> None:
     output.windows.to_parquet(folder / "windows.parquet", index=False)
     if len(output.streams.columns):
         output.streams.to_parquet(folder / "streams.parquet", index=False)
-    png = plots.write_all(folder, output.attempts, output.windows, output.summary["tiers"],
-                          output.latencies, output.summary["slo"]["max_throttle_rate"],
-                          output.slots)
+    png = plots.write_all(folder, output.summary, output.attempts, output.windows,
+                          output.latencies, output.slots)
     md = markdown.render(output.summary, png)
     (folder / "report.md").write_text(md, encoding="utf-8")
     (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
