@@ -60,19 +60,20 @@ def cost_table(tiers: list[dict]) -> list[str]:
 
 
 def connections_table(tiers: list[dict]) -> list[str]:
-    """HTTP/2 connection figures per tier, or one row when every tier has the same."""
+    """HTTP/2 connection figures per tier, or one row when every tier shows the same figures."""
     rows = ["| tier | opened | peak active | 430 | 421 | attempts that waited for a stream | "
             "mean wait ms | p99 wait ms |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    same = len(tiers) > 1 and all(t["connections"] == tiers[0]["connections"] for t in tiers)
-    for t in tiers[:1] if same else tiers:
+    cells = []
+    for t in tiers:
         c = t["connections"]
         w = c["stream_wait_ms"]
-        name = f"all {len(tiers)} tiers (identical)" if same else t["tier"]
-        rows.append(f"| {name} | {_fmt(c['opened'])} | {_fmt(c['peak_active'])} | "
-                    f"{_fmt(c['refused_430'])} | {_fmt(c['refused_421'])} | "
-                    f"{_fmt(c['attempts_waiting_for_stream'])} | {_fmt(w['mean'], 2)} | "
-                    f"{_fmt(w['p99'], 2)} |")
-    return rows
+        cells.append(f"{_fmt(c['opened'])} | {_fmt(c['peak_active'])} | "
+                     f"{_fmt(c['refused_430'])} | {_fmt(c['refused_421'])} | "
+                     f"{_fmt(c['attempts_waiting_for_stream'])} | {_fmt(w['mean'], 2)} | "
+                     f"{_fmt(w['p99'], 2)} |")
+    if len(tiers) > 1 and len(set(cells)) == 1:
+        return [*rows, f"| all {len(tiers)} tiers (identical) | {cells[0]}"]
+    return rows + [f"| {t['tier']} | {row}" for t, row in zip(tiers, cells, strict=True)]
 
 
 def render(summary: dict, plots: list[str]) -> str:
