@@ -425,3 +425,85 @@ def test_a_csv_row_with_a_wrong_field_count_and_a_bad_byte_prints_no_traceback(t
                          capture_output=True, text=True, check=False)
     assert res.returncode == 2
     assert res.stderr.strip() == f"{src}:5: line: expected UTF-8 text"
+
+
+# -- replaying imported provider traffic through method_map ----------------------------------
+
+METHOD_MAP = {"eth_call": "svc_call", "eth_blockNumber": "svc_pendingBlock", "*": "svc_call"}
+
+
+def _provider_scenario(tmp_path, method_map) -> Path:
+    trace = tmp_path / "provider.parquet"
+    import_trace(FIXTURES / "provider-chrome.har", trace)
+    pairs = ", ".join(f'"{k}" = "{v}"' for k, v in method_map.items())
+    scenario = tmp_path / "move.toml"
+    scenario.write_text(f"""
+name = "move-from-provider"
+duration = 60
+tiers = ["RPC"]
+[account]
+keys = ["k"]
+[[regions]]
+name = "eu"
+rtt_ms = 10
+[[sources]]
+name = "provider"
+key = "k"
+trace = "provider.parquet"
+replay = {{ method_map = {{ {pairs} }} }}
+""")
+    return scenario
+
+
+def test_method_map_renames_recorded_methods_before_replay(tmp_path):
+    from sim.scenario import load
+    from sim.workload.demand import build_plan
+
+    plan = build_plan(load(str(_provider_scenario(tmp_path, METHOD_MAP))))
+    names = Counter(plan.tables.methods[m] for m in plan.demand.method)
+    # the fixture's 7 RPC rows: eth_call 3, eth_blockNumber 3, eth_getLogs 1 (via "*")
+    assert names == {"svc_call": 4, "svc_pendingBlock": 3}
+    mapped = next(n for n in plan.notes if "mapped by replay.method_map" in n)
+    assert "eth_call -> svc_call 3 row(s)" in mapped
+    assert "eth_blockNumber -> svc_pendingBlock 3 row(s)" in mapped
+    assert 'eth_getLogs -> svc_call (via "*") 1 row(s)' in mapped
+    # CU follows the mapped method's price: 3 x svc_pendingBlock + 4 x svc_call
+    from sim.pricing import Pricing, default_pricing_table
+    rpc = Pricing.model_validate(default_pricing_table()).rpc
+    assert plan.demand.reserve.sum() == pytest.approx(
+        4 * rpc.cost("svc_call") + 3 * rpc.cost("svc_pendingBlock"))
+
+
+def test_without_a_method_map_recorded_methods_are_listed_with_their_price(tmp_path):
+    from sim.scenario import load
+    from sim.workload.demand import build_plan
+
+    plan = build_plan(load(str(_provider_scenario(tmp_path, {}))))
+    kept = next(n for n in plan.notes if "replayed as recorded" in n)
+    assert "eth_blockNumber" in kept and "eth_call" in kept and "eth_getLogs" in kept
+
+
+def test_a_method_map_target_the_scenario_does_not_know_is_a_user_error(tmp_path):
+    from sim.scenario import load
+    from sim.workload.demand import build_plan
+
+    scenario = _provider_scenario(tmp_path, {"eth_call": "svc_cal"})
+    with pytest.raises(CapsimError) as info:
+        build_plan(load(str(scenario)))
+    assert info.value.field == "sources[0].replay.method_map.eth_call"
+
+
+def test_capsim_run_replays_provider_traffic_through_method_map(tmp_path):
+    from sim.cli import main
+
+    scenario = _provider_scenario(tmp_path, METHOD_MAP)
+    out = tmp_path / "report"
+    res = CliRunner().invoke(main, ["run", str(scenario), "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    (tier,) = summary["tiers"]
+    assert tier["tier"] == "RPC"
+    notes = "\n".join(summary["notes"])
+    assert 'eth_getLogs -> svc_call (via "*") 1 row(s)' in notes
+    assert "1 websocket handshake row(s) of the trace not replayed" in notes
+    assert "eth_call -> svc_call" in (out / "report.md").read_text()
