@@ -140,6 +140,17 @@ def test_stored_methods_never_hold_a_path_segment_of_an_unrecognised_host(tmp_pa
     assert not raw_bytes_hold(out, secretish)
 
 
+def test_chain_data_in_a_search_path_is_not_taken_for_a_key(tmp_path):
+    tx = "0x" + "5e" * 32
+    entries = [entry("GET", f"https://search.example-chain.io/v1/tx/{tx}",
+                     headers=(("X-Api-Key", TOKEN),))]
+    src = write_har(tmp_path, entries)
+    out = tmp_path / "o.parquet"
+    import_trace(src, out, host_map=["search.example-chain.io=search"])
+    (row,) = read(out)
+    assert (row["method"], row["key"]) == (f"GET /v1/tx/{tx}", pseudonym(TOKEN))
+
+
 def test_the_post_write_scan_checks_opaque_url_tokens_that_are_not_keys(tmp_path):
     token = "ses_5Hj7Kl9Mn2Bv4Cx6Zq8Wr1Ty"
     # a canonical table written without knowing the token (so it is still there)

@@ -180,11 +180,15 @@ _V2_KEY_RE = re.compile(r"[A-Za-z0-9_\-]{16,512}")
 _V3_KEY_RE = re.compile(r"[0-9a-fA-F]{32}")
 
 
+_CHAIN_DATA_RE = re.compile(r"0x[0-9a-fA-F]*")
+
+
 def is_opaque_token(text: str) -> bool:
     """A long opaque token: 20+ URL-safe characters with at least one digit and one
-    letter (what API keys, project ids and access tokens look like; words do not)."""
+    letter (what API keys, project ids and access tokens look like; words do not).
+    ``0x``-prefixed hex (addresses, hashes: public chain data) is not one."""
     return bool(OPAQUE_TOKEN_RE.fullmatch(text)) and any(c.isdigit() for c in text) \
-        and any(c.isalpha() for c in text)
+        and any(c.isalpha() for c in text) and not _CHAIN_DATA_RE.fullmatch(text)
 
 
 @dataclass(frozen=True)
