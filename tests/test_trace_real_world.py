@@ -263,6 +263,14 @@ def test_each_json_rpc_shape_is_kept_and_its_deviation_counted(
     assert "deviations from the spec's envelope (kept)" in report.render()
 
 
+def test_a_bad_element_of_a_batch_is_located_inside_the_body(tmp_path):
+    body = [rpc(ident=1), {"jsonrpc": "2.0", "id": [1], "method": "eth_call"}]
+    src = write_har(tmp_path, [entry("POST", "https://rpc.example.net/", body)])
+    with pytest.raises(CapsimError) as info:
+        import_trace(src, tmp_path / "o.parquet")
+    assert info.value.field == "log.entries[0].request.postData.text[1].id"
+
+
 def test_a_notification_gets_no_reply_status_in_a_batch(tmp_path):
     body = [rpc(ident=1), {"jsonrpc": "2.0", "method": "eth_subscribe", "params": []}]
     reply = [{"jsonrpc": "2.0", "id": 1, "error": {"code": -32005, "message": "slow"}},

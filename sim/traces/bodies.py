@@ -197,11 +197,11 @@ def validate_rpc_payload(obj: Any, deviations: Counter | None = None) -> list[Rp
 
 
 def looks_like_rpc(obj: Any) -> bool:
-    """Whether a parsed body is meant as JSON-RPC 2.0 (an object, or a batch of them,
-    with ``"jsonrpc": "2.0"`` and a ``method``), valid or not."""
-    els = obj if isinstance(obj, list) and obj else [obj]
-    return all(isinstance(el, dict) and el.get("jsonrpc") == "2.0" and "method" in el
-               for el in els)
+    """Whether a parsed body is meant as JSON-RPC 2.0, valid or not: an object with
+    ``"jsonrpc": "2.0"``, or a batch with at least one such element (so that a bad
+    element is reported at its own path by :func:`validate_rpc_payload`)."""
+    els = obj if isinstance(obj, list) else [obj]
+    return any(isinstance(el, dict) and el.get("jsonrpc") == "2.0" for el in els)
 
 
 def looks_like_sizing(obj: Any) -> bool:

@@ -25,9 +25,10 @@ stream path) whose last path segment is              or in a learned host's doma
 the same to ``/v1/monitoring/unhealthy/ws``          api ``search``, method = that path
 other websocket handshakes                           ignored, counted (by host when the
                                                      path matches but the host does not)
-POST whose body is JSON-RPC 2.0 (an object or batch  api ``rpc``, one row per element, on
-with ``"jsonrpc": "2.0"`` and a ``method``)          any host not mapped ``ignore``;
-                                                     method as recorded (``eth_call``)
+POST whose body is JSON-RPC 2.0 (an object, or a    api ``rpc``, one row per element, on
+batch with an element, with ``"jsonrpc": "2.0"``)    any host not mapped ``ignore``;
+                                                     method as recorded (``eth_call``);
+                                                     validated (bad ones are invalid)
 POST ``.../v1/size`` with a sizing body (spec 2.1)   api ``search``, ``POST /v1/size``
 other POSTs to a host mapped or learned ``rpc``      invalid (expected a JSON-RPC body)
 a path under ``/v1/`` on a Search host (mapped or    api ``search``, method ``METHOD /path``
