@@ -65,6 +65,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CapsimError
+from ..vocabulary import (
+    MONITORING_PATH,
+    RPC,
+    SEARCH,
+    SIZE_METHOD,
+    STREAMS,
+    STREAMS_API_STREAMS,
+)
 from .bodies import (
     BodyError,
     canonical_hash,
@@ -84,7 +92,6 @@ from .redaction import (
     key_problem,
     parse_url,
 )
-from .schema import MONITORING_PATH, RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, STREAMS
 from .timeparse import TIME_RANGE_TEXT, parse_time_text
 
 _GEO = "us|eu|ap|sa|ca|me|af|il|cn|mx|uk|au|jp|in|sg|de|fr|br|kr|za"
@@ -250,7 +257,7 @@ def _is_websocket(entry: dict, headers: list[tuple[str, str]], scheme: str, verb
             or "_webSocketMessages" in entry
             or (isinstance(resp, dict) and resp.get("status") == 101)
             or any(n == "upgrade" and v.strip().lower() == "websocket" for n, v in headers)
-            or (verb == "GET" and (last in STREAM_NAMES
+            or (verb == "GET" and (last in STREAMS_API_STREAMS
                                    or path.rstrip("/") == MONITORING_PATH)))
 
 
@@ -343,7 +350,7 @@ def _classify(entry: dict, req: dict, verb: str, u, headers, ctx: HarContext
         if path == MONITORING_PATH:
             if target == SEARCH or (target is None and recognised):
                 return [{"api": SEARCH, "method": MONITORING_PATH}]
-        elif last in STREAM_NAMES:
+        elif last in STREAMS_API_STREAMS:
             if target == STREAMS or (target is None and recognised):
                 return [{"api": STREAMS, "method": last}]
         else:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import CapsimError
-from .schema import RPC, SEARCH, STREAMS
+from ..vocabulary import RPC, SEARCH, STREAMS
 
 IGNORE = "ignore"
 TARGETS = (RPC, SEARCH, STREAMS, IGNORE)
