@@ -44,7 +44,8 @@ MODEL_ASSUMPTIONS = (
     "Checks at admission, in order: HTTP/2 + SNI (421), key (401), API in the selection "
     "(402), oversized, daily allowance (402), then the 12-second window (434 / -32005).",
     "JSON-RPC -32005 carries no Retry-After; retry-after clients fall back to exponential backoff.",
-    "The daily allowance is charged at reservation and refunded at settlement within the same UTC day.",
+    "The daily allowance is charged at reservation and refunded at settlement "
+    "within the same UTC day.",
     "A retried attempt redoes the same work: same CU and service time as the first attempt.",
     "Latency = round trip of the region + service time (+ retries and their waits); "
     "a refused attempt costs one round trip.",

@@ -163,7 +163,8 @@ def _real_path(raw: Any, loc: tuple) -> tuple:
     """The loc without pydantic's union-tag and validator segments (they are not keys)."""
     path, node = [], raw
     for seg in loc:
-        if isinstance(node, dict) and seg in node or isinstance(node, list) and isinstance(seg, int) and seg < len(node):
+        in_dict = isinstance(node, dict) and seg in node
+        if in_dict or isinstance(node, list) and isinstance(seg, int) and seg < len(node):
             node = node[seg]
             path.append(seg)
         elif isinstance(node, dict) and isinstance(seg, str) and not _is_tag(seg, node):
@@ -254,6 +255,10 @@ def _discriminator(meta: Any) -> str | None:
 
 # -- line numbers ---------------------------------------------------------------------
 
+_KEY_VALUE = re.compile(
+    r'^((?:[A-Za-z0-9_\-]+|"[^"]*")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|"[^"]*"))*)\s*=\s*(.*)$')
+
+
 def key_lines(text: str) -> dict[tuple, int]:
     """Map key paths to the line that defines them (tables, arrays of tables, inline tables)."""
     lines: dict[tuple, int] = {}
@@ -275,7 +280,7 @@ def key_lines(text: str) -> dict[tuple, int]:
             table = _resolve(parse_path(m.group(1)), counts)
             lines.setdefault(table, lineno)
             continue
-        m = re.match(r'^((?:[A-Za-z0-9_\-]+|"[^"]*")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|"[^"]*"))*)\s*=\s*(.*)$', s)
+        m = _KEY_VALUE.match(s)
         if m:
             key = table + parse_path(re.sub(r"\s+", "", m.group(1)))
             lines[key] = lineno

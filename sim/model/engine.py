@@ -95,7 +95,8 @@ class TierRun:
         t = plan.tables
         self._method_in_tier = [tier.includes(APIS[a]) for a in t.method_api]
         self._method_rpc = [APIS[a] == RPC for a in t.method_api]
-        self._method_needs_h2 = [m == SIZE_METHOD or APIS[a] == RPC for m, a in zip(t.methods, t.method_api, strict=True)]
+        self._method_needs_h2 = [m == SIZE_METHOD or APIS[a] == RPC
+                                 for m, a in zip(t.methods, t.method_api, strict=True)]
         self._key_valid = t.key_valid.tolist()
         self._half_rtt = (t.region_rtt_s / 2).tolist()
         self._deciders, self._retry_codes, self._h2_ok = [], [], []
@@ -104,7 +105,8 @@ class TierRun:
             client = sc.clients[src.client]
             p = client.pacing
             self._pacers.append(TokenBucket(p.rate_cu_per_s, p.burst_cu) if p else None)
-            self._deciders.append(RetryDecider(client.retry, stream(sc.seed, "source", src.name, "retry")))
+            self._deciders.append(
+                RetryDecider(client.retry, stream(sc.seed, "source", src.name, "retry")))
             self._retry_codes.append(frozenset(rc.OUTCOMES.index(o) for o in client.retry.retry_on
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)

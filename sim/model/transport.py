@@ -137,7 +137,8 @@ class ClientPool:
         for conn in self.conns:
             conn.refresh(now)
         while self.waiting:
-            conn = next((c for c in self.conns if c.active < self.max_streams and not c.closed), None)
+            conn = next((c for c in self.conns
+                         if c.active < self.max_streams and not c.closed), None)
             if conn is None:
                 break
             request, since = self.waiting.popleft()

@@ -115,7 +115,8 @@ class CULimiter:
         if alignment not in ("epoch", "first-hit"):
             raise ValueError(f"alignment must be 'epoch' or 'first-hit', not {alignment!r}")
         if refund_to not in ("origin-window", "current-window"):
-            raise ValueError(f"refund_to must be 'origin-window' or 'current-window', not {refund_to!r}")
+            raise ValueError("refund_to must be 'origin-window' or 'current-window', "
+                             f"not {refund_to!r}")
         if budget_cu <= 0 or window_s <= 0:
             raise ValueError("budget_cu and window_s must be positive")
         self.budget_cu = float(budget_cu)

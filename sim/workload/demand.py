@@ -127,7 +127,8 @@ class RequestDrawer:
         service = np.empty(n, dtype=float)
         for m in np.unique(method):
             rows = np.flatnonzero(method == m)
-            service[rows] = self._service[self._tables.methods[m]].sample(self._rng_service, len(rows))
+            spec = self._service[self._tables.methods[m]]
+            service[rows] = spec.sample(self._rng_service, len(rows))
         return (method, items, np.round(reserve, _CU_DECIMALS), np.round(actual, _CU_DECIMALS),
                 service)
 
