@@ -30,6 +30,7 @@ from .metrics import (
 from .model import recorder as rc
 from .model.engine import TierResult, TierRun
 from .pricing import default_pricing_table, flatten
+from .redact import secret_kind
 from .scenario import LoadedScenario
 from .tiers import Tier
 from .workload.demand import Plan, build_plan
@@ -124,6 +125,7 @@ def summary_document(plan: Plan, tiers: list[dict]) -> dict:
         "seed": sc.seed,
         "start": sc.start.isoformat().replace("+00:00", "Z"),
         "duration_s": sc.duration_s,
+        "pseudonym_secret": secret_kind(),
         "limiter": sc.limiter.model_dump(),
         "slo": sc.slo.model_dump(),
         "recommended": recommend(tiers),
