@@ -228,6 +228,7 @@ class Scenario(Strict):
     seed: StrictInt = Field(default=1, ge=0)
     start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
     duration_s: FiniteFloat = Field(default=3600.0, gt=0, le=366 * 86400, alias="duration")
+    max_requests: StrictInt | None = Field(default=None, ge=1)
     tiers: list[str] = Field(default_factory=list)
     custom_tiers: list[CustomTier] = Field(default_factory=list)
     account: Account
