@@ -16,8 +16,8 @@ from . import __version__
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .pricing import Pricing, default_pricing_table
-from .scenario import LoadedScenario, load
-from .tiers import CATALOG, find_tier
+from .scenario import LoadedScenario
+from .tiers import CATALOG
 
 
 class CapsimGroup(click.Group):
@@ -69,14 +69,9 @@ def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1)
 
 def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = None,
           tiers: tuple[str, ...] = ()) -> LoadedScenario:
-    extra = [f"seed={seed}"] if seed is not None else []
-    loaded = load(scenario, [*overrides, *extra])
-    if tiers:
-        catalog = tuple(loaded.tiers) + tuple(t for t in CATALOG if t not in loaded.tiers)
-        chosen = tuple(dict.fromkeys(find_tier(name, catalog) for name in tiers))
-        loaded = LoadedScenario(loaded.scenario, loaded.path, chosen, loaded.pricing,
-                                loaded.pricing_overrides)
-    return loaded
+    from .api import load_scenario
+
+    return load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
 
 
 @main.command()
@@ -97,9 +92,8 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
     PNG plots into --out, replacing the folder whole only once everything is written.
     """
+    from .api import run as run_scenario
     from .report.markdown import tier_table
-    from .report.writer import write_report
-    from .runner import run as run_scenario
 
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, jobs)
@@ -107,17 +101,17 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
     progress = None if quiet else _progress(loaded)
-    output = run_scenario(loaded, jobs=jobs, progress=progress)
+    result = run_scenario(loaded, jobs=jobs, progress=progress)
     if not quiet:
         click.echo("", err=True)
-    folder = write_report(output, out_dir)
+    folder = result.write(out_dir)
     if quiet:
         return
     click.echo("")
-    for row in tier_table(output.summary["tiers"]):
+    for row in tier_table(result.summary.to_dict()["tiers"]):
         click.echo(row)
-    rec = output.summary["recommended"]
-    click.echo(f"\nrecommended tier: {rec['tier'] or 'none'} ({rec['reason']})")
+    rec = result.summary.recommended
+    click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
 
 

@@ -22,9 +22,7 @@ import numpy as np
 from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
 from ..strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
-
-DAY_S = 86_400.0
-HOUR_S = 3_600.0
+from ..vocabulary import DAY_S, HOUR_S
 
 _NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]
