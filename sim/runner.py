@@ -34,6 +34,7 @@ from .model.engine import TierResult, TierRun
 from .policy.pricing import default_pricing_table, flatten
 from .policy.resolved import LoadedScenario
 from .policy.tiers import Tier
+from .redact import secret_kind
 from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from .workload.demand import Plan, build_plan
 
@@ -137,6 +138,7 @@ def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
         seed=sc.seed,
         start=sc.start.isoformat().replace("+00:00", "Z"),
         duration_s=sc.duration_s,
+        pseudonym_secret=secret_kind(),
         limiter=_limiter_settings(sc),
         slo=SloSummary(**sc.slo.model_dump()),
         recommended=recommend(tiers),

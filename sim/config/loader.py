@@ -14,6 +14,7 @@ import re
 import tomllib
 import types
 import typing
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,9 @@ def builtin_scenario_text() -> str:
 
 
 def read(path: str | Path | None = None, overrides: list[str] = ()
-         ) -> tuple[dict[str, Any], str, dict[tuple, int]]:
+         ) -> tuple[dict[str, Any], Where]:
     """Read a scenario's TOML (``None``: the built-in default) and apply ``--set``
-    overrides: the raw table, the label errors name, and each key's line."""
+    overrides: the raw table, and where each key's value came from (for errors)."""
     if path is None:
         text, label = builtin_scenario_text(), "<built-in default scenario>"
     else:
@@ -53,30 +54,40 @@ def read(path: str | Path | None = None, overrides: list[str] = ()
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(err))
         raise CapsimError(f"not valid TOML: {msg}", file=label,
                           line=int(match.group(1)) if match else None) from None
-    for item in overrides:
-        apply_override(raw, item)
-    return raw, label, key_lines(text)
+    overridden = [apply_override(raw, item) for item in overrides]
+    return raw, Where(label, key_lines(text), tuple(overridden))
 
 
-def validate_scenario(raw: dict[str, Any], label: str,
-                      lines: dict[tuple, int] | None = None) -> Scenario:
-    """Validate a raw table into a frozen :class:`Scenario` (one clear error if not)."""
+def validate_scenario(raw: dict[str, Any], where: Where) -> Scenario:
+    """Validate a raw table into a frozen :class:`Scenario` (one clear error if not).
+
+    ``where.overridden`` lists the key paths set by ``--set``: an error in one of them
+    names the ``--set`` option and the key path, not the file's line.
+    """
     try:
         return Scenario.model_validate(raw)
     except ValidationError as err:
-        raise render_error(err, raw, label, lines or {}, Scenario) from None
+        raise render_error(err, raw, where, Scenario) from None
 
 
 # -- --set overrides ------------------------------------------------------------------
 
-def apply_override(raw: dict[str, Any], item: str) -> None:
-    """Apply ``key.path=value`` (value parsed as TOML, else taken as a string) to ``raw``."""
+def apply_override(raw: dict[str, Any], item: str) -> tuple[str | int, ...]:
+    """Apply ``key.path=value`` (value parsed as TOML, else taken as a string) to ``raw``.
+
+    Returns the key path. Messages name the ``--set`` option and the key path, never the
+    value (it may be an API key).
+    """
     if "=" not in item:
-        raise CapsimError("expected KEY.PATH=VALUE", field=f"--set {item.split('=')[0]}")
+        shown = _known_prefix(item)
+        raise CapsimError("expected KEY.PATH=VALUE ('=' missing; the rest is not shown, it "
+                          "may hold a value)", field=f"--set {shown}" if shown else "--set")
     path_text, value_text = item.split("=", 1)
     path = parse_path(path_text.strip())
-    if not path:
-        raise CapsimError("expected KEY.PATH=VALUE", field="--set")
+    if not path or not _PATH_RE.fullmatch(path_text.strip()):
+        raise CapsimError("expected KEY.PATH=VALUE with a key path such as "
+                          "sources[0].arrival.rate (the text is not shown)", field="--set")
+    path_text = _fmt(path)
     try:
         value = tomllib.loads(f"v = {value_text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -101,6 +112,25 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         node[last] = value
     else:
         raise CapsimError("not a table", field=f"--set {path_text}")
+    return path
+
+
+_PATH_RE = re.compile(r'(?:[A-Za-z0-9_-]+|"[^"]*")(?:\[\d+\]|\.(?:[A-Za-z0-9_-]+|"[^"]*"))*')
+
+
+def _known_prefix(item: str) -> str | None:
+    """The key path at the start of a malformed ``--set`` item, when it is a path of the
+    scenario format followed by something else (so that it cannot be the value)."""
+    match = _PATH_RE.match(item.strip())
+    if not match or match.end() == len(item.strip()):
+        return None
+    path = parse_path(match.group(0))
+    tp: Any = Scenario
+    for seg in path:
+        tp = _step(tp, seg, None)
+        if tp is None:
+            return None
+    return _fmt(path)
 
 
 def parse_path(text: str) -> tuple[str | int, ...]:
@@ -118,10 +148,75 @@ def parse_path(text: str) -> tuple[str | int, ...]:
 
 # -- error rendering ------------------------------------------------------------------
 
-def render_error(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
-            model: type[BaseModel], prefix: tuple = ()) -> CapsimError:
+@dataclass(frozen=True)
+class Where:
+    """Where a key path's value came from: the file (with its line) or a ``--set``."""
+
+    label: str
+    lines: dict[tuple, int]
+    overridden: tuple[tuple, ...]
+
+    def override_of(self, path: tuple) -> tuple | None:
+        """The ``--set`` path whose value holds ``path`` (the path itself or a parent)."""
+        for set_path in reversed(self.overridden):  # the last --set of a key wins
+            if set_path and path[:len(set_path)] == set_path:
+                return set_path
+        return None
+
+    def field(self, path: tuple) -> str:
+        """The key path, prefixed by the ``--set`` option when the value came from one."""
+        set_path = self.override_of(path)
+        if set_path is None:
+            inside = [s for s in self.overridden if len(s) > len(path) and s[:len(path)] == path]
+            sets = ", ".join(dict.fromkeys(f"--set {_fmt(s)}" for s in inside))
+            changed = f" (as changed by {sets})" if inside and path else ""
+            return _fmt(path) + changed
+        inner = f": {_fmt(path)}" if len(path) > len(set_path) else ""
+        return f"--set {_fmt(set_path)}{inner}"
+
+    def line(self, path: tuple) -> int | None:
+        """The file's line for ``path``; none for a value that came from ``--set``."""
+        return None if self.override_of(path) is not None else _line(self.lines, path)
+
+    def error(self, message: str, path: tuple) -> CapsimError:
+        """A one-line error about ``path``."""
+        if self.override_of(path) is not None:
+            return CapsimError(message, field=self.field(path))
+        return CapsimError(message, file=self.label, line=self.line(path), field=self.field(path))
+
+
+_TYPE_WORDS = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",
+               list: "a list", dict: "a table"}
+
+
+def _type_message(e: dict, node: Any) -> str | None:
+    """``expected a number, not a boolean`` (the type of the value, never the value)."""
+    expected = {"float_type": "a number", "int_type": "an integer", "bool_type": "true or false",
+                "int_from_float": "an integer", "finite_number": "a finite number",
+                "string_type": "a string"}.get(e["type"])
+    if expected is None:
+        return None
+    given = _TYPE_WORDS.get(type(node))
+    if e["type"] == "finite_number" or given is None:
+        return f"expected {expected}"
+    return f"expected {expected}, not {given}"
+
+
+def _value_at(raw: Any, path: tuple) -> Any:
+    node = raw
+    for seg in path:
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def render_error(err: ValidationError, raw: Any, where: Where, model: type[BaseModel],
+            prefix: tuple = ()) -> CapsimError:
     messages = []
     first_line = first_field = None
+    from_set = None
     errors = err.errors(include_input=False, include_url=False)
     # An unknown key usually explains a "field required" beside it (a typo): name it first.
     errors.sort(key=lambda e: e["type"] != "extra_forbidden")
@@ -135,28 +230,33 @@ def render_error(err: ValidationError, raw: Any, label: str, lines: dict[tuple, 
             msg = f"unknown key {path[-1]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
             if allowed:
                 msg += f" (expected one of: {', '.join(allowed)})"
-            field = _fmt(full)
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
             inner = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", msg)
             if inner and not full:
-                field, msg = inner.group(1), inner.group(2)
-                full = parse_path(field)
-            else:
-                field = _fmt(full)
+                msg = inner.group(2)
+                full = parse_path(inner.group(1))
+        elif e["type"] == "union_tag_invalid":  # pydantic's message quotes the value
+            tags = e["ctx"]["expected_tags"]
+            msg = f"expected {e['ctx']['discriminator']} to be one of: {tags}"
         else:
-            field = _fmt(full)
-            msg = "expected " + msg[0].lower() + msg[1:] if msg.startswith("Input should") \
-                else msg[0].lower() + msg[1:]
+            typed = _type_message(e, _value_at(raw, path))
+            msg = typed or ("expected " + msg[0].lower() + msg[1:] if msg.startswith("Input should")
+                            else msg[0].lower() + msg[1:])
             msg = msg.replace("expected input should be", "expected")
-        line = line_of(lines, full)
-        first_line, first_field = first_line or line, first_field or field
-        where = f"line {line}: " if line and len(messages) else ""
-        messages.append(f"{where}{field + ': ' if field and len(messages) else ''}{msg}")
+        field = where.field(full) if full else ""
+        line = where.line(full)
+        if not messages:
+            first_line, first_field = line, field
+            from_set = where.override_of(full) is not None
+        at = f"line {line}: " if line and len(messages) else ""
+        messages.append(f"{at}{field + ': ' if field and len(messages) else ''}{msg}")
     text = messages[0]
     if len(messages) > 1:
         text += "".join(f"\n  also {m}" for m in messages[1:10])
-    return CapsimError(text, file=label, line=first_line, field=first_field or None)
+    if from_set:
+        return CapsimError(text, field=first_field)
+    return CapsimError(text, file=where.label, line=first_line, field=first_field or None)
 
 
 def _real_path(raw: Any, loc: tuple) -> tuple:
@@ -300,7 +400,7 @@ def _resolve(path: tuple, counts: dict[tuple, int]) -> tuple:
     return out
 
 
-def line_of(lines: dict[tuple, int], path: tuple) -> int | None:
+def _line(lines: dict[tuple, int], path: tuple) -> int | None:
     for n in range(len(path), 0, -1):
         if path[:n] in lines:
             return lines[path[:n]]

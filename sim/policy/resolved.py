@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..config.loader import line_of, read, render_error, validate_scenario
+from ..config.loader import Where, read, render_error, validate_scenario
 from ..config.scenario import Scenario
 from ..errors import CapsimError
 from .pricing import Pricing, deep_merge, default_pricing_table
@@ -35,19 +35,27 @@ class LoadedScenario:
 
 def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedScenario:
     """Read, override, validate and resolve a scenario; ``None`` is the built-in default."""
-    raw, label, lines = read(path, overrides)
-    return validate(raw, label, lines)
+    raw, where = read(path, overrides)
+    return _resolve(raw, where)
 
 
-def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None
-             ) -> LoadedScenario:
-    """Validate a raw table into a :class:`LoadedScenario`."""
-    lines = lines or {}
-    scenario = validate_scenario(raw, label, lines)
+def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None,
+             overridden: list[tuple] = ()) -> LoadedScenario:
+    """Validate a raw table into a :class:`LoadedScenario`.
+
+    ``overridden`` lists the key paths set by ``--set``: an error in one of them names
+    the ``--set`` option and the key path, not the file's line.
+    """
+    return _resolve(raw, Where(label, lines or {}, tuple(overridden)))
+
+
+def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
+    scenario = validate_scenario(raw, where)
+    label = where.label
     try:
         pricing = Pricing.model_validate(deep_merge(default_pricing_table(), scenario.pricing))
     except ValidationError as err:
-        raise render_error(err, raw.get("pricing", {}), label, lines, Pricing,
+        raise render_error(err, raw.get("pricing", {}), where, Pricing,
                            prefix=("pricing",)) from None
     for name in scenario.sizing_profiles_used():
         if name not in pricing.sizing.profile_gas_cap:
@@ -64,8 +72,10 @@ def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = N
             try:
                 tiers.append(find_tier(name, catalog))
             except CapsimError as err:
-                raise CapsimError(err.message, file=label, line=line_of(lines, ("tiers",)),
-                                  field=f"tiers[{i}]") from None
+                message = err.message
+                if where.override_of(("tiers", i)) is not None:  # never echo a --set value
+                    message = message.replace(f"unknown tier {name!r}", "unknown tier")
+                raise where.error(message, ("tiers", i)) from None
     else:
         tiers = list(catalog)
     if custom:
