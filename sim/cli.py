@@ -16,8 +16,8 @@ from . import __version__
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .pricing import Pricing, default_pricing_table
-from .scenario import LoadedScenario, load
-from .tiers import CATALOG, find_tier
+from .scenario import LoadedScenario
+from .tiers import CATALOG
 
 
 class CapsimGroup(click.Group):
@@ -51,14 +51,9 @@ def scenario_options(f):
 
 def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = None,
           tiers: tuple[str, ...] = ()) -> LoadedScenario:
-    extra = [f"seed={seed}"] if seed is not None else []
-    loaded = load(scenario, [*overrides, *extra])
-    if tiers:
-        catalog = tuple(loaded.tiers) + tuple(t for t in CATALOG if t not in loaded.tiers)
-        chosen = tuple(dict.fromkeys(find_tier(name, catalog) for name in tiers))
-        loaded = LoadedScenario(loaded.scenario, loaded.path, chosen, loaded.pricing,
-                                loaded.pricing_overrides)
-    return loaded
+    from .api import load_scenario
+
+    return load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
 
 
 @main.command()
@@ -79,10 +74,10 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides):
     PNG plots into --out, replacing the folder whole only once everything is written.
     --out must be missing, empty or a capsim report; one run at a time per folder.
     """
+    from .api import run as run_scenario
     from .report.folder import ReportFolder
     from .report.markdown import tier_table
     from .report.writer import write_report
-    from .runner import run as run_scenario
 
     loaded = _load(scenario, overrides, seed, tiers)
     sc = loaded.scenario
@@ -92,17 +87,17 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides):
     # Claimed and locked before simulating: a folder that is not a report, or one another
     # run is writing, fails now rather than after the run.
     with ReportFolder(out_dir) as claimed:
-        output = run_scenario(loaded, jobs=jobs, progress=progress)
+        result = run_scenario(loaded, jobs=jobs, progress=progress)
         if not quiet:
             click.echo("", err=True)
-        folder = write_report(output, out_dir, claimed)
+        folder = write_report(result, out_dir, claimed)
     if quiet:
         return
     click.echo("")
-    for row in tier_table(output.summary["tiers"]):
+    for row in tier_table(result.summary.to_dict()["tiers"]):
         click.echo(row)
-    rec = output.summary["recommended"]
-    click.echo(f"\nrecommended tier: {rec['tier'] or 'none'} ({rec['reason']})")
+    rec = result.summary.recommended
+    click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
 
 

@@ -34,10 +34,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .vocabulary import DAY_S
+
 OK, THROTTLED, NO_ALLOWANCE, OVERSIZED = 0, 1, 2, 3
 """Results of :meth:`CULimiter.reserve`."""
 
-DAY_S = 86_400.0
 _EPS = 1e-9  # relative slack so that sums of decimal CU costs compare as on paper
 
 

@@ -25,6 +25,13 @@ import pandas as pd
 from .model import recorder as rc
 from .model.engine import TierResult
 from .scenario_model import Slo
+from .summary import (
+    ConnectionsSummary,
+    MethodSummary,
+    Recommendation,
+    TierSummary,
+    WebsocketsSummary,
+)
 from .tiers import APIS
 from .workload.demand import Plan
 
@@ -35,8 +42,8 @@ def _r(x: float, nd: int = 6) -> float:
     return float(round(float(x), nd))
 
 
-def tier_summary(result: TierResult, plan: Plan) -> dict:
-    """The per-tier entry of ``summary.json`` (plain, JSON-ready values)."""
+def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
+    """The per-tier entry of ``summary.json``."""
     sc, tier = plan.scenario, result.tier
     a, q = result.attempts, result.requests
     n_att, n_req = len(a["outcome"]), len(q["outcome"])
@@ -93,14 +100,14 @@ def tier_summary(result: TierResult, plan: Plan) -> dict:
         "by_method": _by_method(a, plan),
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(summary, sc.slo)
-    return summary
+    return TierSummary.model_validate(summary)
 
 
-def _websockets(result: TierResult, a: dict[str, np.ndarray]) -> dict | None:
+def _websockets(result: TierResult, a: dict[str, np.ndarray]) -> WebsocketsSummary | None:
     ws = result.extra.get("websockets")
     if ws is None:
         return None
-    return {
+    return WebsocketsSummary(**{
         "handshakes": ws["handshakes"],
         "wanted_s": _r(ws["wanted_s"], 3),
         "connected_s": _r(ws["connected_s"], 3),
@@ -113,7 +120,7 @@ def _websockets(result: TierResult, a: dict[str, np.ndarray]) -> dict | None:
         "cu_requests": _r(a["cu_settled"].sum() - ws["cu_connect"]),
         "sessions": len(ws["sessions"]["open_s"]),
         "peak_live_slots": int(max(ws["slots"]["live"], default=0)),
-    }
+    })
 
 
 def streams_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
@@ -153,11 +160,11 @@ def slots_frame(result: TierResult) -> pd.DataFrame:
                          "stale": sl["stale"], "cap": sl["cap"]})
 
 
-def _connections(result: TierResult) -> dict:
+def _connections(result: TierResult) -> ConnectionsSummary:
     wait = result.attempts["stream_wait_s"] * 1000.0
     waited = wait[wait > 0]
     conn = result.extra.get("connections", {})
-    return {
+    return ConnectionsSummary.model_validate({
         "opened": conn.get("opened", 0),
         "peak_active": conn.get("peak_active", 0),
         "refused_430": int((result.attempts["outcome"] == rc.CONN_430).sum()),
@@ -169,26 +176,26 @@ def _connections(result: TierResult) -> dict:
             "max": _r(wait.max(), 3) if len(wait) else None,
             "total_s": _r(wait.sum() / 1000.0, 3),
         },
-    }
+    })
 
 
-def _by_method(a: dict[str, np.ndarray], plan: Plan) -> dict[str, dict]:
+def _by_method(a: dict[str, np.ndarray], plan: Plan) -> dict[str, MethodSummary]:
     out = {}
     for m, name in enumerate(plan.tables.methods):
         rows = a["method"] == m
         if not rows.any():
             continue
         outcomes = a["outcome"][rows]
-        out[name] = {
-            "attempts": int(rows.sum()),
-            "ok": int((outcomes == rc.OK).sum()),
-            "throttled": int(np.isin(outcomes, _THROTTLES).sum()),
-            "cu_settled": _r(a["cu_settled"][rows].sum()),
-        }
+        out[name] = MethodSummary(
+            attempts=int(rows.sum()),
+            ok=int((outcomes == rc.OK).sum()),
+            throttled=int(np.isin(outcomes, _THROTTLES).sum()),
+            cu_settled=_r(a["cu_settled"][rows].sum()),
+        )
     return out
 
 
-def slo_check(summary: dict, slo: Slo) -> tuple[bool, list[str]]:
+def slo_check(summary: dict | TierSummary, slo: Slo) -> tuple[bool, list[str]]:
     """Whether a tier's summary meets the SLO, and the violations in words."""
     bad = []
     if summary["throttle_rate"] > slo.max_throttle_rate:
@@ -201,16 +208,17 @@ def slo_check(summary: dict, slo: Slo) -> tuple[bool, list[str]]:
     return not bad, bad
 
 
-def recommend(tiers: list[dict]) -> dict:
+def recommend(tiers: list[TierSummary]) -> Recommendation:
     """The cheapest tier that meets the SLO (price, then budget), with the reason."""
-    meeting = [t for t in tiers if t["meets_slo"]]
+    meeting = [t for t in tiers if t.meets_slo]
     if not meeting:
-        return {"tier": None, "reason": "no simulated tier meets the SLO"}
-    priced = [t for t in meeting if t["monthly_usd"] is not None]
+        return Recommendation(tier=None, reason="no simulated tier meets the SLO")
+    priced = [t for t in meeting if t.monthly_usd is not None]
     pool = priced or meeting
-    best = min(pool, key=lambda t: (t["monthly_usd"] if priced else 0, t["cu_per_window"]))
-    basis = f"cheapest at ${best['monthly_usd']:,.0f}/month" if priced else "smallest budget"
-    return {"tier": best["tier"], "reason": f"{basis} of {len(meeting)} tier(s) meeting the SLO"}
+    best = min(pool, key=lambda t: (t.monthly_usd if priced else 0, t.cu_per_window))
+    basis = f"cheapest at ${best.monthly_usd:,.0f}/month" if priced else "smallest budget"
+    return Recommendation(tier=best.tier,
+                          reason=f"{basis} of {len(meeting)} tier(s) meeting the SLO")
 
 
 def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:

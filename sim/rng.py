@@ -22,3 +22,20 @@ def stream(seed: int, *name: str | int) -> np.random.Generator:
     key = "/".join(str(part) for part in name)
     seq = np.random.SeedSequence(entropy=int(seed), spawn_key=tuple(_name_words(key)))
     return np.random.Generator(np.random.PCG64(seq))
+
+
+def replication_seed(seed: int, replication: int) -> int:
+    """The seed of replication ``replication`` of a run seeded with ``seed``.
+
+    Replication 0 is the run itself (``seed`` unchanged), so replication 0 of a sweep or a
+    baseline is exactly ``capsim run``. Replication r > 0 gets a 128-bit seed derived *by
+    name* from ``(seed, "replication", r)``: independent of every other replication and
+    of the order in which replications are run.
+    """
+    if replication < 0:
+        raise ValueError("replication must be >= 0")
+    if replication == 0:
+        return int(seed)
+    words = _name_words(f"replication/{replication}")
+    state = np.random.SeedSequence(entropy=int(seed), spawn_key=tuple(words)).generate_state(4)
+    return int.from_bytes(state.astype("<u4").tobytes(), "little")

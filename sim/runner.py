@@ -2,7 +2,9 @@
 
     loaded = sim.scenario.load("workloads/searcher.toml", ["duration=600"])
     output = sim.runner.run(loaded)
-    output.summary["recommended"]
+    output.summary.recommended
+
+(Users call :func:`sim.run`, which wraps this and adds ``write()``.)
 
 The open-loop demand is drawn once and replayed against every tier (common random
 numbers). With ``jobs > 1`` tiers run in worker processes; each rebuilds the same plan
@@ -31,6 +33,7 @@ from .model import recorder as rc
 from .model.engine import TierResult, TierRun
 from .pricing import default_pricing_table, flatten
 from .scenario import LoadedScenario
+from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from .tiers import Tier
 from .workload.demand import Plan, build_plan
 
@@ -50,9 +53,9 @@ MODEL_ASSUMPTIONS = (
 
 @dataclass
 class RunOutput:
-    """Everything a report needs: the summary and the columnar tables."""
+    """Everything a report needs: the typed summary and the columnar tables."""
 
-    summary: dict
+    summary: RunSummary
     attempts: pd.DataFrame
     windows: pd.DataFrame
     latencies: dict[str, np.ndarray]
@@ -105,29 +108,29 @@ def assemble(plan: Plan, results: list[TierResult]) -> RunOutput:
     return RunOutput(summary_document(plan, tiers), attempts, windows, latencies, streams, slots)
 
 
-def summary_document(plan: Plan, tiers: list[dict]) -> dict:
+def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
     """The whole ``summary.json``: provenance, assumptions, tiers, recommendation."""
     sc, loaded = plan.scenario, plan.loaded
     overridden = set(flatten(loaded.pricing_overrides))
     effective = flatten(loaded.pricing.model_dump(exclude_none=True))
     defaults = flatten(default_pricing_table())
-    pricing = [
-        {"name": k, "value": v, "source": "scenario" if k in overridden
-         else ("default assumption" if k in defaults else "derived")}
+    pricing = tuple(
+        PricingAssumption(name=k, value=v, source="scenario" if k in overridden
+                          else ("default assumption" if k in defaults else "derived"))
         for k, v in sorted(effective.items())
-    ]
-    return {
-        "capsim_version": __version__,
-        "scenario": sc.name,
-        "description": sc.description,
-        "scenario_file": loaded.path,
-        "seed": sc.seed,
-        "start": sc.start.isoformat().replace("+00:00", "Z"),
-        "duration_s": sc.duration_s,
-        "limiter": sc.limiter.model_dump(),
-        "slo": sc.slo.model_dump(),
-        "recommended": recommend(tiers),
-        "tiers": tiers,
-        "assumptions": {"model": list(MODEL_ASSUMPTIONS), "pricing": pricing},
-        "notes": list(plan.notes),
-    }
+    )
+    return RunSummary(
+        capsim_version=__version__,
+        scenario=sc.name,
+        description=sc.description,
+        scenario_file=loaded.path,
+        seed=sc.seed,
+        start=sc.start.isoformat().replace("+00:00", "Z"),
+        duration_s=sc.duration_s,
+        limiter=sc.limiter.model_dump(),
+        slo=SloSummary(**sc.slo.model_dump()),
+        recommended=recommend(tiers),
+        tiers=tuple(tiers),
+        assumptions=Assumptions(model=MODEL_ASSUMPTIONS, pricing=pricing),
+        notes=tuple(plan.notes),
+    )

@@ -17,11 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .model.ws_config import StreamClient, WebsocketSettings
 from .tiers import APIS
+from .vocabulary import SIZE_METHOD
 from .workload.arrivals import ArrivalProcess
 
-SIZE = "POST /v1/size"
-BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE: "search"}
-METHOD_ALIASES = {"size": SIZE, "/v1/size": SIZE}
+BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE_METHOD: "search"}
+METHOD_ALIASES = {"size": SIZE_METHOD, "/v1/size": SIZE_METHOD}
 _NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 RETRYABLE_DEFAULT = ("434", "-32005", "430", "435", "ws_cu_rejected")
 
@@ -195,7 +195,7 @@ def _default_methods() -> dict[str, Method]:
     return {
         "svc_call": Method(api="rpc", service_time=LogNormal(median=0.04, sigma=0.6)),
         "svc_pendingBlock": Method(api="rpc", service_time=LogNormal(median=0.01, sigma=0.4)),
-        SIZE: Method(api="search", service_time=LogNormal(median=0.15, sigma=0.7)),
+        SIZE_METHOD: Method(api="search", service_time=LogNormal(median=0.15, sigma=0.7)),
     }
 
 
@@ -297,7 +297,7 @@ class Scenario(Strict):
 
     def sizing_profiles_used(self) -> list[str]:
         """Every sizing profile named by a source that sends ``POST /v1/size``."""
-        names = {p for s in self.sources if SIZE in s.mix for p in s.sizing.profiles}
+        names = {p for s in self.sources if SIZE_METHOD in s.mix for p in s.sizing.profiles}
         return sorted(names)
 
     def region_of(self, source: Source) -> str:

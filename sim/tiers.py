@@ -12,10 +12,9 @@ import re
 from dataclasses import dataclass
 
 from .errors import CapsimError
+from .vocabulary import APIS, RPC, SEARCH, STREAMS, WINDOW_S
 
-RPC, SEARCH, STREAMS = "rpc", "search", "streams"
-APIS = (RPC, SEARCH, STREAMS)
-WINDOW_S = 12.0
+__all__ = ["APIS", "RPC", "SEARCH", "STREAMS", "WINDOW_S"]
 
 
 @dataclass(frozen=True)

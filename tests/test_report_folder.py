@@ -55,6 +55,7 @@ def no_simulation(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("simulated although the folder is refused")
     monkeypatch.setattr("sim.runner.run", fail)
+    monkeypatch.setattr("sim.api.run", fail)
 
 
 def test_every_report_carries_the_marker(tmp_path, scenario):

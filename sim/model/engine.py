@@ -27,8 +27,8 @@ import simpy
 from ..limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, CULimiter, WindowStats
 from ..limiter import OK as LIM_OK
 from ..rng import stream
-from ..scenario_model import SIZE
 from ..tiers import APIS, RPC, Tier
+from ..vocabulary import SIZE_METHOD
 from ..workload.demand import Plan
 from . import recorder as rc
 from .pacing import TokenBucket
@@ -94,7 +94,7 @@ class TierRun:
         t = plan.tables
         self._method_in_tier = [tier.includes(APIS[a]) for a in t.method_api]
         self._method_rpc = [APIS[a] == RPC for a in t.method_api]
-        self._method_needs_h2 = [m == SIZE or APIS[a] == RPC for m, a in zip(t.methods, t.method_api, strict=True)]
+        self._method_needs_h2 = [m == SIZE_METHOD or APIS[a] == RPC for m, a in zip(t.methods, t.method_api, strict=True)]
         self._key_valid = t.key_valid.tolist()
         self._half_rtt = (t.region_rtt_s / 2).tolist()
         self._deciders, self._retry_codes, self._h2_ok = [], [], []

@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-OUTCOMES = ("ok", "434", "-32005", "402", "401", "oversized", "421", "430", "435",
-            "ws_cu_rejected")
-"""Outcome names; attempts store the index. HTTP statuses and the JSON-RPC code as text."""
-OK, HTTP_434, RPC_32005, PAY_402, AUTH_401, OVERSIZED, PROTO_421, CONN_430, WS_435, WS_CU = \
-    range(len(OUTCOMES))
-THROTTLES = (HTTP_434, RPC_32005, WS_CU)
-"""Outcomes caused by the 12-second CU window."""
+from ..vocabulary import (  # noqa: F401  (re-exported: the model reads them as rc.OK etc.)
+    AUTH_401,
+    CONN_430,
+    HTTP_434,
+    OK,
+    OUTCOMES,
+    OVERSIZED,
+    PAY_402,
+    PROTO_421,
+    RPC_32005,
+    THROTTLES,
+    WS_435,
+    WS_CU,
+)
 
 ATTEMPT_COLUMNS = (
     ("request_id", np.int64), ("attempt", np.int16), ("source", np.int16),

@@ -47,17 +47,11 @@ from ..limiter import OK as LIM_OK
 from ..pricing import Pricing
 from ..rng import stream
 from ..tiers import Tier
+from ..vocabulary import CLOSE_KINDS, DAY_S, HANDSHAKE_OUTCOMES
 from . import recorder as rc
 from .ws_config import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
 
-CLOSE_KINDS = ("clean", "unclean", "exhausted", "end")
-"""``sessions["close_kind"]`` codes: a clean close (planned session end or a clean drop),
-an unclean drop, closed by the service for CU exhaustion, still open at the end."""
-CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))
-HANDSHAKE_OUTCOMES = ("ok", "435", "ws_cu_rejected", "401", "402")
-"""Names of handshake outcomes; ``handshake_log["outcome"]`` holds their
-:data:`sim.model.recorder.OUTCOMES` codes, as attempts do."""
-DAY_S = 86_400.0
+CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
 _BLOCK = 1024
 _NAN = math.nan
 _W_END, _W_SESSION, _W_DROP = 0, 1, 2  # why a live connection's wait ended (ties: this order)

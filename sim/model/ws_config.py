@@ -17,15 +17,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..distributions import Constant, Distribution
-from ..tiers import SEARCH, STREAMS
+from ..vocabulary import STREAM_API, STREAM_NAMES
 from ..workload.arrivals import ArrivalProcess
 
-StreamName = Literal["pending-txs", "new-blocks", "pending-logs", "monitoring"]
-STREAM_NAMES: tuple[str, ...] = ("pending-txs", "new-blocks", "pending-logs", "monitoring")
+StreamName = Literal[STREAM_NAMES]  # type: ignore[valid-type]
 """The three Streams API paths and the Search API's monitoring websocket."""
-STREAM_API: dict[str, str] = {"pending-txs": STREAMS, "new-blocks": STREAMS,
-                              "pending-logs": STREAMS, "monitoring": SEARCH}
-"""The API a stream belongs to; a tier without it refuses the handshake with 402."""
 
 _NonNegative = Annotated[float, Field(ge=0)]
 

@@ -8,20 +8,20 @@ Which folders may be replaced, the lock and the swap are :mod:`sim.report.folder
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 from ..runner import RunOutput
+from ..summary import RunSummary
 from . import html, markdown, plots
 from .folder import ReportFolder
 
 FILES = ("summary.json", "requests.parquet", "windows.parquet", "report.md", "report.html")
 
 
-def dumps_summary(summary: dict) -> str:
+def dumps_summary(summary: RunSummary) -> str:
     """The canonical JSON text of a summary (stable key order, no wall-clock values)."""
-    return json.dumps(summary, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+    return summary.to_json()
 
 
 def write_report(output: RunOutput, out_dir: str | Path,
@@ -49,10 +49,11 @@ def _write_into(output: RunOutput, folder: Path) -> None:
     output.windows.to_parquet(folder / "windows.parquet", index=False)
     if len(output.streams.columns):
         output.streams.to_parquet(folder / "streams.parquet", index=False)
-    png = plots.write_all(folder, output.attempts, output.windows, output.summary["tiers"],
-                          output.latencies, output.summary["slo"]["max_throttle_rate"],
+    summary = output.summary.to_dict()
+    png = plots.write_all(folder, output.attempts, output.windows, summary["tiers"],
+                          output.latencies, summary["slo"]["max_throttle_rate"],
                           output.slots)
-    md = markdown.render(output.summary, png)
+    md = markdown.render(summary, png)
     (folder / "report.md").write_text(md, encoding="utf-8")
     (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
     (folder / "summary.json").write_text(dumps_summary(output.summary), encoding="utf-8")

@@ -50,6 +50,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CapsimError
+from ..vocabulary import (
+    MONITORING_PATH,
+    RPC,
+    SEARCH,
+    SIZE_METHOD,
+    STREAMS,
+    STREAMS_API_STREAMS,
+)
 from .bodies import (
     BodyError,
     canonical_hash,
@@ -60,7 +68,6 @@ from .bodies import (
 from .canonical import RecordBuffer
 from .problems import Problems
 from .redaction import KEY_HEADER, KeyRegistry, bearer_token, key_problem, split_url
-from .schema import MONITORING_PATH, RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, STREAMS
 from .timeparse import TIME_RANGE_TEXT, parse_time_text
 
 _GEO = "us|eu|ap|sa|ca|me|af|il|cn|mx|uk|au|jp|in|sg|de|fr|br|kr|za"
@@ -206,11 +213,11 @@ def entry_rows(entry: Any) -> list[dict] | str:
     # counts as a handshake too
     upgrade = scheme in ("ws", "wss") or any(
         n == "upgrade" and v.strip().lower() == "websocket" for n, v in headers) or (
-        verb == "GET" and (last in STREAM_NAMES or path.rstrip("/") == MONITORING_PATH))
+        verb == "GET" and (last in STREAMS_API_STREAMS or path.rstrip("/") == MONITORING_PATH))
     if upgrade:
         if path.rstrip("/") == MONITORING_PATH:
             rows = [{"api": SEARCH, "method": MONITORING_PATH}]
-        elif last in STREAM_NAMES:
+        elif last in STREAMS_API_STREAMS:
             rows = [{"api": STREAMS, "method": last}]
         else:
             return "websocket entries to unknown paths"

@@ -57,18 +57,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CapsimError
+from ..vocabulary import (  # noqa: F401  (re-exported to the trace modules)
+    APIS,
+    MONITORING_PATH,
+    RPC,
+    SEARCH,
+    SIZE_METHOD,
+    STREAMS,
+    STREAMS_API_STREAMS,
+)
 
 TRACE_VERSION = "1"
 META_VERSION = "capsim.trace_version"
 META_SOURCE = "capsim.source_file"
 DEFAULT_CHUNK_ROWS = 500_000
 
-RPC, SEARCH, STREAMS = "rpc", "search", "streams"
-APIS = (RPC, SEARCH, STREAMS)
-SIZE_METHOD = "POST /v1/size"
-STREAM_NAMES = ("pending-txs", "new-blocks", "pending-logs")
-MONITORING_PATH = "/v1/monitoring/unhealthy/ws"
-WEBSOCKET_METHODS = (*STREAM_NAMES, MONITORING_PATH)
+WEBSOCKET_METHODS = (*STREAMS_API_STREAMS, MONITORING_PATH)
 THROTTLE_STATUSES = (434, -32005, 430, 435)
 NO_KEY = "(none)"
 

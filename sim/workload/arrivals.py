@@ -21,8 +21,7 @@ from typing import Annotated, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-DAY_S = 86_400.0
-HOUR_S = 3_600.0
+from ..vocabulary import DAY_S, HOUR_S
 
 _NonNegative = Annotated[float, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]

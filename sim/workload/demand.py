@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model.ws_config import STREAM_API, STREAM_NAMES
 from ..pricing import Pricing
 from ..redact import pseudonym
 from ..rng import stream
 from ..scenario import LoadedScenario
-from ..scenario_model import SIZE, Scenario, Source
+from ..scenario_model import Scenario, Source
 from ..tiers import APIS
+from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES
 from .arrivals import arrival_times
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
@@ -102,13 +102,13 @@ class RequestDrawer:
         self._rng_mix = stream(seed, *base, "mix")
         self._rng_sizing = stream(seed, *base, "sizing")
         self._rng_service = stream(seed, *base, "service")
-        self._size_idx = tables.methods.index(SIZE) if SIZE in tables.methods else -1
+        self._size_idx = tables.methods.index(SIZE_METHOD) if SIZE_METHOD in tables.methods else -1
         profiles = list(self._sizing.profiles)
         p = np.array([self._sizing.profiles[k] for k in profiles], dtype=float)
         self._profile_p = p / p.sum()
         caps = np.array([pricing.sizing.profile_gas_cap[k] for k in profiles], dtype=float)
         self._profile_cap = caps
-        self._rpc_cost = np.array([pricing.rpc.cost(m) if m in scenario.methods and m != SIZE
+        self._rpc_cost = np.array([pricing.rpc.cost(m) if m in scenario.methods and m != SIZE_METHOD
                                    else 0.0 for m in tables.methods])
 
     def draw(self, n: int) -> tuple[np.ndarray, ...]:

@@ -19,7 +19,8 @@ import numpy as np
 from ..errors import CapsimError
 from ..redact import pseudonym
 from ..rng import stream
-from ..scenario_model import SIZE, Method, Source
+from ..scenario_model import Method, Source
+from ..vocabulary import SIZE_METHOD
 
 _CU_DECIMALS = 6
 
@@ -54,7 +55,7 @@ def extra_methods(traces: list, known: set[str]) -> dict[str, Method]:
     for rt in traces:
         for code in np.unique(rt.method[rt.api != rt.api_categories.index("streams")]):
             name = rt.method_categories[code]
-            api = "search" if name == SIZE else "rpc"
+            api = "search" if name == SIZE_METHOD else "rpc"
             if name not in known and name not in extra:
                 extra[name] = Method(api=api)
     return extra
@@ -103,7 +104,7 @@ def trace_columns(src: Source, index: int, rt, tables, loaded, methods: dict[str
     weights = np.array(list(src.sizing.profiles.values()), dtype=float)
     names = list(src.sizing.profiles)
     for j, name in enumerate(method_names):
-        if name == SIZE:
+        if name == SIZE_METHOD:
             plist = profiles[j].split(",") if profiles[j] else None
             if plist is None:
                 count = max(1, int(items[j]))

@@ -1,0 +1,62 @@
+"""Statistics over replications: means with Student-t confidence intervals.
+
+Replications of a run (independent random streams, same scenario) give independent,
+identically distributed samples of every headline metric; their mean's 95 % interval
+is ``mean ± t(0.975, n-1) · s / sqrt(n)``. With one replication there is no interval
+(``half_width`` is ``None``), never a falsely precise zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A sample mean and the half-width of its confidence interval (``None`` if n < 2)."""
+
+    mean: float
+    half_width: float | None
+    n: int
+    level: float = 0.95
+
+    @property
+    def low(self) -> float | None:
+        return None if self.half_width is None else self.mean - self.half_width
+
+    @property
+    def high(self) -> float | None:
+        return None if self.half_width is None else self.mean + self.half_width
+
+    def overlaps(self, other: Interval) -> bool:
+        """True when the two intervals share a point (a point estimate is its own interval)."""
+        lo_a, hi_a = (self.low, self.high) if self.half_width is not None else (self.mean,) * 2
+        lo_b, hi_b = (other.low, other.high) if other.half_width is not None else (other.mean,) * 2
+        return lo_a <= hi_b and lo_b <= hi_a
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
+def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval:
+    """Mean of ``values`` with a two-sided Student-t interval at ``level``.
+
+    Values that are ``None`` or NaN (a metric undefined in a replication, such as a
+    latency percentile with no successful request) are left out; ``n`` counts the rest.
+    """
+    xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    n = len(xs)
+    if n == 0:
+        return Interval(math.nan, None, 0, level)
+    mean = math.fsum(xs) / n
+    if n < 2:
+        return Interval(mean, None, n, level)
+    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    half = t_quantile(0.5 + level / 2, n - 1) * math.sqrt(var / n)
+    return Interval(mean, half, n, level)

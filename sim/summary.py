@@ -1,0 +1,242 @@
+"""The typed run summary: what ``summary.json`` holds, as frozen pydantic models.
+
+Built once (:mod:`sim.metrics`), read by the reports, the CLI and anything comparing
+runs. The JSON keys are the field names in declaration order; :data:`SCHEMA_VERSION`
+is written into every file so a reader can refuse one it does not understand.
+
+    summary = sim.load_summary("reports/default")
+    [t.tier for t in summary.tiers if t.meets_slo]
+
+Imports only pydantic: reading a summary never pulls in SimPy, numpy or pandas.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from .errors import CapsimError
+
+SCHEMA_VERSION = 1
+"""Version of the ``summary.json`` layout; bumped when a key changes meaning or goes."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    def __getitem__(self, key: str):
+        """A field by its JSON key, so ``summary["tiers"][0]["cu"]["limit"]`` reads too."""
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+class LatencyMs(_Frozen):
+    """End-to-end latency of successful logical requests, milliseconds (None: none)."""
+
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    mean: float | None
+
+
+class CuSummary(_Frozen):
+    """CU totals and per-window peaks of one tier."""
+
+    reserved: float
+    settled: float
+    peak_window_reserved: float
+    peak_window_settled: float
+    peak_window_used: float
+    limit: float
+    windows: int
+    windows_with_throttles: int
+
+
+class DailyAllowance(_Frozen):
+    """The (assumed) daily CU allowance, the most used in a day, and when it ran out."""
+
+    allowance_cu: float | None
+    used_cu: float
+    ran_out_at: str | None
+
+
+class StreamWaitMs(_Frozen):
+    """Time attempts waited for a free HTTP/2 stream, milliseconds."""
+
+    mean: float | None
+    p99: float | None
+    max: float | None
+    total_s: float
+
+
+class ConnectionsSummary(_Frozen):
+    """HTTP/2 connections: opened, peak active, refusals, stream waits."""
+
+    opened: int
+    peak_active: int
+    refused_430: int
+    refused_421: int
+    attempts_waiting_for_stream: int
+    stream_wait_ms: StreamWaitMs
+
+
+class WebsocketsSummary(_Frozen):
+    """Websocket handshakes, connected time, events and CU of one tier."""
+
+    handshakes: dict[str, int]
+    wanted_s: float
+    connected_s: float
+    connected_fraction: float
+    events_published: dict[str, int]
+    events_delivered: int
+    events_lost: int
+    cu_connect: float
+    cu_publish: float
+    cu_requests: float
+    sessions: int
+    peak_live_slots: int
+
+
+class MethodSummary(_Frozen):
+    """Attempts, successes, throttles and settled CU of one method."""
+
+    attempts: int
+    ok: int
+    throttled: int
+    cu_settled: float
+
+
+class TierSummary(_Frozen):
+    """One tier's entry of ``summary.json`` (definitions in :mod:`sim.metrics`)."""
+
+    tier: str
+    apis: tuple[str, ...]
+    cu_per_window: float
+    ws_cap: int
+    monthly_usd: float | None
+    requests: int
+    attempts: int
+    retries: int
+    outcomes: dict[str, int]
+    request_outcomes: dict[str, int]
+    throttled: int
+    throttle_rate: float
+    phantom_throttles: int
+    failure_rate: float
+    latency_ms: LatencyMs
+    cu: CuSummary
+    daily_allowance: DailyAllowance
+    retry_budget_refusals: int
+    connections: ConnectionsSummary
+    websockets: WebsocketsSummary | None
+    by_method: dict[str, MethodSummary]
+    meets_slo: bool
+    slo_violations: tuple[str, ...]
+
+
+class SloSummary(_Frozen):
+    """The SLO the tiers were checked against."""
+
+    max_throttle_rate: float
+    max_failure_rate: float
+    p99_latency_ms: float
+
+
+class Recommendation(_Frozen):
+    """The recommended tier (None: no tier meets the SLO) and why."""
+
+    tier: str | None
+    reason: str
+
+
+class PricingAssumption(_Frozen):
+    """One effective pricing value and where it came from."""
+
+    name: str
+    value: JsonValue
+    source: str
+
+
+class Assumptions(_Frozen):
+    """The model's assumptions in words and the pricing values used."""
+
+    model: tuple[str, ...]
+    pricing: tuple[PricingAssumption, ...]
+
+
+class RunSummary(_Frozen):
+    """The whole ``summary.json``: provenance, settings, tiers, recommendation."""
+
+    schema_version: int = SCHEMA_VERSION
+    capsim_version: str
+    scenario: str
+    description: str
+    scenario_file: str
+    seed: int
+    start: str
+    duration_s: float
+    limiter: dict[str, JsonValue]
+    slo: SloSummary
+    recommended: Recommendation
+    tiers: tuple[TierSummary, ...]
+    assumptions: Assumptions
+    notes: tuple[str, ...]
+
+    def tier(self, name: str) -> TierSummary:
+        """The summary of the tier called ``name`` (KeyError if it was not simulated)."""
+        for t in self.tiers:
+            if t.tier == name:
+                return t
+        raise KeyError(name)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready values, keys in ``summary.json`` order."""
+        return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """The canonical text of ``summary.json`` (stable key order, no wall-clock values)."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False, ensure_ascii=False,
+                          allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, file: str | None = None) -> RunSummary:
+        """Parse ``summary.json`` text; a :class:`CapsimError` if it is not one we understand."""
+        try:
+            data = json.loads(text)
+        except ValueError as err:
+            raise CapsimError(f"not JSON ({err.msg})", file=file, line=err.lineno) from None
+        if not isinstance(data, dict):
+            raise CapsimError("expected a JSON object (a capsim summary)", file=file)
+        version = data.get("schema_version")
+        if version is None:
+            raise CapsimError("no schema_version: not a capsim summary, or one written "
+                              "before summaries were versioned (rerun it)", file=file,
+                              field="schema_version")
+        if version != SCHEMA_VERSION:
+            raise CapsimError(f"unknown schema version (this capsim reads {SCHEMA_VERSION})",
+                              file=file, field="schema_version")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CapsimError(f"{first['msg']} (not a valid capsim summary)", file=file,
+                              field=where or None) from None
+
+
+def load_summary(path: str | Path) -> RunSummary:
+    """Read a run's summary from a report folder or a ``summary.json`` file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "summary.json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CapsimError("no such file (expected a report folder or a summary.json)",
+                          file=str(p)) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise CapsimError(f"cannot read it ({type(err).__name__})", file=str(p)) from None
+    return RunSummary.from_json(text, file=str(p))
