@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from sim.model.engine import TierRun
-from sim.scenario import validate
+from sim.policy.resolved import validate
 from sim.workload.demand import build_plan
 
 ZERO = {"dist": "constant", "value": 0.0}
