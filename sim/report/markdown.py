@@ -17,14 +17,19 @@ def _val(x) -> str:
 
 
 def tier_table(tiers: list[dict]) -> list[str]:
-    """The per-tier table (Markdown rows), also printed by the CLI."""
+    """The per-tier table (Markdown rows), also printed by the CLI. With several accounts
+    CU/12s and $/month are the plan's: every account's, added up."""
     rows = ["| tier | CU/12s | $/month | requests | attempts | throttle rate | phantom | "
             "failure rate | p50 ms | p99 ms | peak reserved | peak settled | SLO |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for t in tiers:
         lat = t["latency_ms"]
+        # Several accounts: the whole plan's budget and price (see the Accounts table).
+        plan = t.get("plan")
+        cu = t["cu"]["limit"] if plan else t["cu_per_window"]
+        usd = plan["monthly_usd"] if plan else t["monthly_usd"]
         rows.append(
-            f"| {t['tier']} | {_fmt(t['cu_per_window'], 0)} | {_fmt(t['monthly_usd'], 0)} | "
+            f"| {t['tier']} | {_fmt(cu, 0)} | {_fmt(usd, 0)} | "
             f"{_fmt(t['requests'])} | {_fmt(t['attempts'])} | {t['throttle_rate']:.2%} | "
             f"{_fmt(t['phantom_throttles'])} | {t['failure_rate']:.2%} | {_fmt(lat['p50'])} | "
             f"{_fmt(lat['p99'])} | {_fmt(t['cu']['peak_window_reserved'], 0)} | "
