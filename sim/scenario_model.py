@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .model.ws_config import StreamClient, WebsocketSettings
+from .regression.settings import CheckSettings
 from .tiers import APIS
 from .vocabulary import SIZE_METHOD
 from .workload.arrivals import ArrivalProcess
@@ -234,6 +235,7 @@ class Scenario(Strict):
     http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
+    check: CheckSettings = Field(default_factory=CheckSettings)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
