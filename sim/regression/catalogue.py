@@ -52,7 +52,10 @@ def _ran_out_s(run: RunSummary, tier: TierSummary) -> float | None:
 
 
 def _per_request(run: RunSummary, tier: TierSummary) -> float | None:
-    return tier.cu.settled / tier.requests if tier.requests else None
+    # Per *successful* request: failed ones settle little or nothing, so per request
+    # the figure would fall as throttling rises and read as an improvement.
+    ok = tier.request_outcomes.get("ok", 0)
+    return tier.cu.settled / ok if ok else None
 
 
 def _phantom_rate(run: RunSummary, tier: TierSummary) -> float:
@@ -72,7 +75,7 @@ METRICS: tuple[Metric, ...] = (
            lambda r, t: t.latency_ms.p95, "higher", "relative", 0.10),
     Metric("latency_p99_ms", "p99 latency", "ms",
            lambda r, t: t.latency_ms.p99, "higher", "relative", 0.15),
-    Metric("cu_per_request", "CU settled per request", "CU",
+    Metric("cu_per_request", "CU settled per successful request", "CU",
            _per_request, "higher", "relative", 0.05),
     Metric("peak_window_cu", "peak window CU", "CU",
            lambda r, t: t.cu.peak_window_used, "higher", "relative", 0.10),
