@@ -55,7 +55,7 @@ def test_a_change_counts_only_when_the_intervals_do_not_overlap():
     m = BY_NAME["latency_p50_ms"]
     # 100 ± 5 reaches 105, 120 ± 15 starts at 105: they touch -> noise.
     verdict, _, note = judge(m, fig(100.0, 5.0, 5), 5, fig(120.0, 15.0, 5), 5, 0.10)
-    assert (verdict, note) == ("unchanged", "within noise (intervals overlap)")
+    assert (verdict, note) == ("unchanged", "within noise: intervals overlap")
     assert judge(m, fig(100.0, 5.0, 5), 5, fig(120.0, 10.0, 5), 5, 0.10)[0] == "regression"
     # Outside the noise but inside the tolerance: still unchanged.
     assert judge(m, fig(100.0, 1.0, 5), 5, fig(108.0, 1.0, 5), 5, 0.10)[0] == "unchanged"

@@ -230,3 +230,20 @@ def test_baseline_update_rewrites_and_prints_what_moved(gate, tmp_path):
 
 def check_passes(scenario, base) -> bool:
     return cli("check", scenario, "--baseline", base).exit_code == 0
+
+
+def test_markdown_of_a_real_fifty_tier_scenario_stays_under_a_mebibyte(tmp_path):
+    tiers = "".join(f'[[custom_tiers]]\nname = "t{i:02d}"\ncu_per_window = {1000 + 100 * i}\n'
+                    f"monthly_usd = {10 + i}\n" for i in range(50))
+    text = SCENARIO.replace('tiers = ["RPC", "RPC + Search"]', "duration = 12") + tiers
+    text = text.replace("duration = 300\n", "", 1)
+    (tmp_path / "fifty.toml").write_text(text)
+    base = tmp_path / "fifty.json"
+    assert cli("baseline", "save", tmp_path / "fifty.toml", "--out", base).exit_code == 0
+    assert len(json.loads(base.read_text())["tiers"]) == 59  # the catalog's 9 + 50
+    r = cli("check", tmp_path / "fifty.toml", "--baseline", base, "--markdown",
+            tmp_path / "r.md", "--set", "sources[0].arrival.rate=40")
+    assert r.exit_code == 1
+    md = (tmp_path / "r.md").read_text()
+    assert len(md.encode()) < 1024 * 1024
+    assert sum(line.startswith("### ") for line in md.splitlines()) == 59

@@ -101,9 +101,19 @@ def _fmt_figure(fig: Figure | None, metric: Metric) -> str:
     if fig is None:
         return "(no tier)"
     text = fmt(fig.mean, metric)
-    if fig.mean is not None and fig.half_width is not None and metric.name != "meets_slo":
-        text += f" ± {fmt(fig.half_width, metric).lstrip('-')}"
+    if fig.mean is not None and fig.half_width and metric.name != "meets_slo":
+        text += f" ± {_fmt_half(fig.half_width, metric)}"
     return text
+
+
+def _fmt_half(half: float, metric: Metric) -> str:
+    """A half-width to two significant digits (rates: as many decimals as the figure)."""
+    if metric.unit == "rate":
+        return f"{half:.4f}"
+    if metric.unit == "s":
+        return f"{half / 3600:.2f} h"
+    text = f"{float(f'{half:.2g}'):,.6g}"
+    return "$" + text if metric.unit == "USD" else text
 
 
 def _change(metric: Metric, a: float, b: float) -> str:
@@ -135,7 +145,7 @@ def judge(metric: Metric, a: Figure, reps_a: int, b: Figure, reps_b: int,
         all_a = a.n == reps_a or a.n == 0
         all_b = b.n == reps_b or b.n == 0
         if not (all_a and all_b):
-            return "unchanged", "n/a", "within noise (not every replication agrees)"
+            return "unchanged", "n/a", "within noise: not every replication agrees"
         return ("regression" if a.mean is None else "improvement"), "n/a", ""
     delta = b.mean - a.mean
     change = _change(metric, a.mean, b.mean)
@@ -144,7 +154,7 @@ def judge(metric: Metric, a: Figure, reps_a: int, b: Figure, reps_b: int,
     if abs(delta) <= limit or math.isclose(a.mean, b.mean, rel_tol=1e-9, abs_tol=1e-12):
         return "unchanged", change, ""
     if a.interval().overlaps(b.interval()):
-        return "unchanged", change, "within noise (intervals overlap)"
+        return "unchanged", change, "within noise: intervals overlap"
     worse = delta > 0 if metric.worse == "higher" else delta < 0
     return ("regression" if worse else "improvement"), change, ""
 
@@ -167,7 +177,7 @@ def _recommendation(base: Baseline, now: Baseline) -> Check:
         return Check(None, RECOMMENDED, label, *shown, "", "same tier", "unchanged")
     if not (a.unanimous and b.unanimous):
         return Check(None, RECOMMENDED, label, *shown, "changed", "same tier", "unchanged",
-                     "within noise (replications disagree)")
+                     "within noise: replications disagree")
     ra, rb = _rank(a.tier, base, now), _rank(b.tier, base, now)
     verdict: Verdict = "regression" if rb > ra else "improvement" if rb < ra else "unchanged"
     return Check(None, RECOMMENDED, label, *shown, "changed", "same tier", verdict,
