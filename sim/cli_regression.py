@@ -26,7 +26,7 @@ def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: 
     loaded = load_scenario(scenario, tiers=tiers, overrides=overrides)
 
     def done(r, summary):
-        click.echo(f"  replication {r + 1}/{replications} done (seed {summary.seed})", err=True)
+        click.echo(f"  replication {r + 1}/{replications} done", err=True)
     summaries = replicate(loaded, replications=replications, jobs=jobs,
                           on_done=done if replications > 1 else None)
     return loaded, summaries, scenario_hash(loaded)
