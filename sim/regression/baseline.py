@@ -165,7 +165,7 @@ def summary_hash(summary: RunSummary) -> str:
 
 
 def scenario_hash(loaded) -> str:
-    """The content hash of a loaded scenario (a :class:`~sim.scenario.LoadedScenario`):
+    """The content hash of a loaded scenario (a :class:`~sim.policy.resolved.LoadedScenario`):
     its validated values after overrides, tolerances left out, and its tiers."""
     data = loaded.scenario.model_dump(mode="json", by_alias=True, exclude={"check"})
     data["resolved_tiers"] = [[t.name, sorted(t.apis), t.cu_per_window, t.ws_cap]

@@ -1,41 +1,14 @@
-"""The scenario's ``[check]`` table and command-line tolerances.
-
-    [check]
-    replications = 3                 # default for `capsim check` / `baseline save`
-    [check.tolerance]
-    throttle_rate = 0.01             # absolute, in rate units
-    latency_p99_ms = 0.25            # relative: 25 % of the baseline
-
-The tolerance table is a frozen model with one optional field per catalogue metric, so
-an unknown name is refused by the scenario loader like any unknown key, with a
-"did you mean". Imports only pydantic and the catalogue.
+"""Tolerances: the catalogue's defaults, the scenario's ``[check.tolerance]`` table
+(:class:`sim.config.check.CheckSettings`) and the command line's ``--tolerance``.
 """
 
 from __future__ import annotations
 
 import difflib
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
-
+from ..config.check import CheckSettings
 from ..errors import CapsimError
 from .catalogue import BY_NAME, METRIC_NAMES
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-Tolerances = create_model(
-    "Tolerances", __base__=_Strict, __doc__="Per-metric tolerance overrides (None: default).",
-    **{name: (float | None, Field(default=None, ge=0, allow_inf_nan=False))
-       for name in METRIC_NAMES})
-
-
-class CheckSettings(_Strict):
-    """How ``capsim check`` judges this scenario."""
-
-    replications: int | None = Field(default=None, ge=1, le=100)
-    tolerance: Tolerances = Field(default_factory=Tolerances)  # type: ignore[valid-type]
 
 
 def parse_tolerance(item: str) -> tuple[str, float]:

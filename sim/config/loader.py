@@ -1,4 +1,6 @@
-"""Loading a scenario file: TOML -> overrides -> validated, frozen :class:`Scenario`.
+"""Loading a scenario file: TOML -> ``--set`` overrides -> validated, frozen :class:`Scenario`.
+
+(:mod:`sim.policy.resolved` then resolves its tiers and pricing.)
 
 Every problem becomes a :class:`~sim.errors.CapsimError` naming the file, the line,
 the key path (``sources[1].arrival.rate``) and what was expected; unknown keys get a
@@ -19,23 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import CapsimError
-from .pricing import Pricing, deep_merge, default_pricing_table
-from .scenario_model import Scenario
-from .tiers import CATALOG, Tier, find_tier
-
-DEFAULT_SCENARIO = "default"
-
-
-@dataclass(frozen=True)
-class LoadedScenario:
-    """A validated scenario with what was resolved from it."""
-
-    scenario: Scenario
-    path: str
-    tiers: tuple[Tier, ...]
-    pricing: Pricing
-    pricing_overrides: dict[str, Any]
+from ..errors import CapsimError
+from .scenario import Scenario
 
 
 def builtin_scenario_text() -> str:
@@ -43,8 +30,10 @@ def builtin_scenario_text() -> str:
     return resources.files("sim").joinpath("data/default.toml").read_text("utf-8")
 
 
-def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedScenario:
-    """Read, override and validate a scenario; ``None`` is the built-in default."""
+def read(path: str | Path | None = None, overrides: list[str] = ()
+         ) -> tuple[dict[str, Any], Where]:
+    """Read a scenario's TOML (``None``: the built-in default) and apply ``--set``
+    overrides: the raw table, and where each key's value came from (for errors)."""
     if path is None:
         text, label = builtin_scenario_text(), "<built-in default scenario>"
     else:
@@ -65,59 +54,40 @@ def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedSce
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(err))
         raise CapsimError(f"not valid TOML: {msg}", file=label,
                           line=int(match.group(1)) if match else None) from None
-    for item in overrides:
-        apply_override(raw, item)
-    return validate(raw, label, key_lines(text))
+    overridden = [apply_override(raw, item) for item in overrides]
+    return raw, Where(label, key_lines(text), tuple(overridden))
 
 
-def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None) -> LoadedScenario:
-    """Validate a raw table into a :class:`LoadedScenario`."""
-    lines = lines or {}
+def validate_scenario(raw: dict[str, Any], where: Where) -> Scenario:
+    """Validate a raw table into a frozen :class:`Scenario` (one clear error if not).
+
+    ``where.overridden`` lists the key paths set by ``--set``: an error in one of them
+    names the ``--set`` option and the key path, not the file's line.
+    """
     try:
-        scenario = Scenario.model_validate(raw)
+        return Scenario.model_validate(raw)
     except ValidationError as err:
-        raise _render(err, raw, label, lines, Scenario) from None
-    try:
-        pricing = Pricing.model_validate(deep_merge(default_pricing_table(), scenario.pricing))
-    except ValidationError as err:
-        raise _render(err, raw.get("pricing", {}), label, lines, Pricing, prefix=("pricing",)) from None
-    for name in scenario.sizing_profiles_used():
-        if name not in pricing.sizing.profile_gas_cap:
-            known = sorted(pricing.sizing.profile_gas_cap)
-            raise CapsimError(f"unknown sizing profile {name!r}; expected one of {known} "
-                              "or a [pricing.sizing.profile_gas_cap] entry", file=label,
-                              field="sources[].sizing.profiles")
-    custom = tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap, custom=True)
-                   for t in scenario.custom_tiers)
-    catalog = CATALOG + custom
-    if scenario.tiers:
-        tiers = []
-        for i, name in enumerate(scenario.tiers):
-            try:
-                tiers.append(find_tier(name, catalog))
-            except CapsimError as err:
-                raise CapsimError(err.message, file=label, line=_line(lines, ("tiers",)),
-                                  field=f"tiers[{i}]") from None
-    else:
-        tiers = list(catalog)
-    if custom:
-        extra = {t.name: {"daily_allowance_cu": t.daily_allowance_cu, "monthly_usd": t.monthly_usd}
-                 for t in scenario.custom_tiers}
-        pricing = Pricing.model_validate(
-            deep_merge(pricing.model_dump(), {"tiers": extra}))
-    return LoadedScenario(scenario, label, tuple(tiers), pricing, scenario.pricing)
+        raise render_error(err, raw, where, Scenario) from None
 
 
 # -- --set overrides ------------------------------------------------------------------
 
-def apply_override(raw: dict[str, Any], item: str) -> None:
-    """Apply ``key.path=value`` (value parsed as TOML, else taken as a string) to ``raw``."""
+def apply_override(raw: dict[str, Any], item: str) -> tuple[str | int, ...]:
+    """Apply ``key.path=value`` (value parsed as TOML, else taken as a string) to ``raw``.
+
+    Returns the key path. Messages name the ``--set`` option and the key path, never the
+    value (it may be an API key).
+    """
     if "=" not in item:
-        raise CapsimError("expected KEY.PATH=VALUE", field=f"--set {item.split('=')[0]}")
+        shown = _known_prefix(item)
+        raise CapsimError("expected KEY.PATH=VALUE ('=' missing; the rest is not shown, it "
+                          "may hold a value)", field=f"--set {shown}" if shown else "--set")
     path_text, value_text = item.split("=", 1)
     path = parse_path(path_text.strip())
-    if not path:
-        raise CapsimError("expected KEY.PATH=VALUE", field="--set")
+    if not path or not _PATH_RE.fullmatch(path_text.strip()):
+        raise CapsimError("expected KEY.PATH=VALUE with a key path such as "
+                          "sources[0].arrival.rate (the text is not shown)", field="--set")
+    path_text = _fmt(path)
     try:
         value = tomllib.loads(f"v = {value_text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -142,6 +112,25 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         node[last] = value
     else:
         raise CapsimError("not a table", field=f"--set {path_text}")
+    return path
+
+
+_PATH_RE = re.compile(r'(?:[A-Za-z0-9_-]+|"[^"]*")(?:\[\d+\]|\.(?:[A-Za-z0-9_-]+|"[^"]*"))*')
+
+
+def _known_prefix(item: str) -> str | None:
+    """The key path at the start of a malformed ``--set`` item, when it is a path of the
+    scenario format followed by something else (so that it cannot be the value)."""
+    match = _PATH_RE.match(item.strip())
+    if not match or match.end() == len(item.strip()):
+        return None
+    path = parse_path(match.group(0))
+    tp: Any = Scenario
+    for seg in path:
+        tp = _step(tp, seg, None)
+        if tp is None:
+            return None
+    return _fmt(path)
 
 
 def parse_path(text: str) -> tuple[str | int, ...]:
@@ -159,10 +148,75 @@ def parse_path(text: str) -> tuple[str | int, ...]:
 
 # -- error rendering ------------------------------------------------------------------
 
-def _render(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
-            model: type[BaseModel], prefix: tuple = ()) -> CapsimError:
+@dataclass(frozen=True)
+class Where:
+    """Where a key path's value came from: the file (with its line) or a ``--set``."""
+
+    label: str
+    lines: dict[tuple, int]
+    overridden: tuple[tuple, ...]
+
+    def override_of(self, path: tuple) -> tuple | None:
+        """The ``--set`` path whose value holds ``path`` (the path itself or a parent)."""
+        for set_path in reversed(self.overridden):  # the last --set of a key wins
+            if set_path and path[:len(set_path)] == set_path:
+                return set_path
+        return None
+
+    def field(self, path: tuple) -> str:
+        """The key path, prefixed by the ``--set`` option when the value came from one."""
+        set_path = self.override_of(path)
+        if set_path is None:
+            inside = [s for s in self.overridden if len(s) > len(path) and s[:len(path)] == path]
+            sets = ", ".join(dict.fromkeys(f"--set {_fmt(s)}" for s in inside))
+            changed = f" (as changed by {sets})" if inside and path else ""
+            return _fmt(path) + changed
+        inner = f": {_fmt(path)}" if len(path) > len(set_path) else ""
+        return f"--set {_fmt(set_path)}{inner}"
+
+    def line(self, path: tuple) -> int | None:
+        """The file's line for ``path``; none for a value that came from ``--set``."""
+        return None if self.override_of(path) is not None else _line(self.lines, path)
+
+    def error(self, message: str, path: tuple) -> CapsimError:
+        """A one-line error about ``path``."""
+        if self.override_of(path) is not None:
+            return CapsimError(message, field=self.field(path))
+        return CapsimError(message, file=self.label, line=self.line(path), field=self.field(path))
+
+
+_TYPE_WORDS = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",
+               list: "a list", dict: "a table"}
+
+
+def _type_message(e: dict, node: Any) -> str | None:
+    """``expected a number, not a boolean`` (the type of the value, never the value)."""
+    expected = {"float_type": "a number", "int_type": "an integer", "bool_type": "true or false",
+                "int_from_float": "an integer", "finite_number": "a finite number",
+                "string_type": "a string"}.get(e["type"])
+    if expected is None:
+        return None
+    given = _TYPE_WORDS.get(type(node))
+    if e["type"] == "finite_number" or given is None:
+        return f"expected {expected}"
+    return f"expected {expected}, not {given}"
+
+
+def _value_at(raw: Any, path: tuple) -> Any:
+    node = raw
+    for seg in path:
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def render_error(err: ValidationError, raw: Any, where: Where, model: type[BaseModel],
+            prefix: tuple = ()) -> CapsimError:
     messages = []
     first_line = first_field = None
+    from_set = None
     errors = err.errors(include_input=False, include_url=False)
     # An unknown key usually explains a "field required" beside it (a typo): name it first.
     errors.sort(key=lambda e: e["type"] != "extra_forbidden")
@@ -176,35 +230,41 @@ def _render(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
             msg = f"unknown key {path[-1]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
             if allowed:
                 msg += f" (expected one of: {', '.join(allowed)})"
-            field = _fmt(full)
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
             inner = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", msg)
             if inner and not full:
-                field, msg = inner.group(1), inner.group(2)
-                full = parse_path(field)
-            else:
-                field = _fmt(full)
+                msg = inner.group(2)
+                full = parse_path(inner.group(1))
+        elif e["type"] == "union_tag_invalid":  # pydantic's message quotes the value
+            tags = e["ctx"]["expected_tags"]
+            msg = f"expected {e['ctx']['discriminator']} to be one of: {tags}"
         else:
-            field = _fmt(full)
-            msg = "expected " + msg[0].lower() + msg[1:] if msg.startswith("Input should") \
-                else msg[0].lower() + msg[1:]
+            typed = _type_message(e, _value_at(raw, path))
+            msg = typed or ("expected " + msg[0].lower() + msg[1:] if msg.startswith("Input should")
+                            else msg[0].lower() + msg[1:])
             msg = msg.replace("expected input should be", "expected")
-        line = _line(lines, full)
-        first_line, first_field = first_line or line, first_field or field
-        where = f"line {line}: " if line and len(messages) else ""
-        messages.append(f"{where}{field + ': ' if field and len(messages) else ''}{msg}")
+        field = where.field(full) if full else ""
+        line = where.line(full)
+        if not messages:
+            first_line, first_field = line, field
+            from_set = where.override_of(full) is not None
+        at = f"line {line}: " if line and len(messages) else ""
+        messages.append(f"{at}{field + ': ' if field and len(messages) else ''}{msg}")
     text = messages[0]
     if len(messages) > 1:
         text += "".join(f"\n  also {m}" for m in messages[1:10])
-    return CapsimError(text, file=label, line=first_line, field=first_field or None)
+    if from_set:
+        return CapsimError(text, field=first_field)
+    return CapsimError(text, file=where.label, line=first_line, field=first_field or None)
 
 
 def _real_path(raw: Any, loc: tuple) -> tuple:
     """The loc without pydantic's union-tag and validator segments (they are not keys)."""
     path, node = [], raw
     for seg in loc:
-        if isinstance(node, dict) and seg in node or isinstance(node, list) and isinstance(seg, int) and seg < len(node):
+        in_dict = isinstance(node, dict) and seg in node
+        if in_dict or isinstance(node, list) and isinstance(seg, int) and seg < len(node):
             node = node[seg]
             path.append(seg)
         elif isinstance(node, dict) and isinstance(seg, str) and not _is_tag(seg, node):
@@ -246,8 +306,8 @@ def _step(tp: Any, seg: Any, node: Any) -> Any:
     tp = _pick_model(tp, node if not isinstance(seg, int) else None)
     if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(seg, str):
         for name, info in tp.model_fields.items():
-            if seg in (name, info.alias):
-                return info.annotation
+            if seg in (name, info.alias):  # keep the FieldInfo: it holds the discriminator
+                return typing.Annotated[info.annotation, info]
         return None
     origin = typing.get_origin(tp)
     if origin in (list, tuple) and isinstance(seg, int):
@@ -258,28 +318,46 @@ def _step(tp: Any, seg: Any, node: Any) -> Any:
 
 
 def _pick_model(tp: Any, node: Any) -> Any:
-    """Unwrap Annotated / Optional / unions, choosing the member the raw node selects."""
+    """Unwrap Annotated / Optional / unions, choosing the member the raw node selects.
+
+    A tagged union names its tag in pydantic's own ``discriminator`` (on the Annotated
+    ``Field``); the member is the one whose tag field's ``Literal`` holds the node's tag.
+    """
+    tag = None
     while True:
         origin = typing.get_origin(tp)
         if origin is typing.Annotated:
-            tp = typing.get_args(tp)[0]
+            tp, *meta = typing.get_args(tp)
+            tag = next((d for d in map(_discriminator, meta) if d), tag)
         elif origin in (typing.Union, types.UnionType):
             members = [a for a in typing.get_args(tp) if a is not type(None)]
             if len(members) == 1:
                 tp = members[0]
                 continue
-            for member in members:
-                if isinstance(member, type) and issubclass(member, BaseModel) and isinstance(node, dict):
-                    for tag in ("process", "dist"):
-                        field = member.model_fields.get(tag)
-                        if field and node.get(tag) in typing.get_args(field.annotation):
-                            return member
+            if tag and isinstance(node, dict):
+                for member in members:
+                    field = getattr(member, "model_fields", {}).get(tag)
+                    if field and node.get(tag) in typing.get_args(field.annotation):
+                        return member
             return members[0]
         else:
             return tp
 
 
+def _discriminator(meta: Any) -> str | None:
+    """The tag field's name if ``meta`` is a pydantic ``Field(discriminator=...)``."""
+    disc = getattr(meta, "discriminator", None)
+    if isinstance(disc, str):
+        return disc
+    return getattr(disc, "discriminator", None) if isinstance(
+        getattr(disc, "discriminator", None), str) else None
+
+
 # -- line numbers ---------------------------------------------------------------------
+
+_KEY_VALUE = re.compile(
+    r'^((?:[A-Za-z0-9_\-]+|"[^"]*")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|"[^"]*"))*)\s*=\s*(.*)$')
+
 
 def key_lines(text: str) -> dict[tuple, int]:
     """Map key paths to the line that defines them (tables, arrays of tables, inline tables)."""
@@ -302,7 +380,7 @@ def key_lines(text: str) -> dict[tuple, int]:
             table = _resolve(parse_path(m.group(1)), counts)
             lines.setdefault(table, lineno)
             continue
-        m = re.match(r'^((?:[A-Za-z0-9_\-]+|"[^"]*")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|"[^"]*"))*)\s*=\s*(.*)$', s)
+        m = _KEY_VALUE.match(s)
         if m:
             key = table + parse_path(re.sub(r"\s+", "", m.group(1)))
             lines[key] = lineno
