@@ -29,7 +29,7 @@ def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: 
         click.echo(f"  replication {r + 1}/{replications} done", err=True)
     summaries = replicate(loaded, replications=replications, jobs=jobs,
                           on_done=done if replications > 1 else None)
-    return loaded, summaries, scenario_hash(loaded)
+    return loaded, summaries, scenario_hash(scenario, overrides, tiers)
 
 
 def _snapshot(scenario, overrides, tiers, replications, jobs):
@@ -118,8 +118,9 @@ def update(targets, replications, jobs):
         # Everything that moved at all, not only what is past a tolerance.
         moved = compare(old, snap, {k: 0.0 for k in tolerances()}, base_label=str(path))
         lines = [c for c in moved.checks if c.base != c.now]
+        notes = [n for n in moved.notes if not n.startswith("replications")]
         click.echo(f"{path}: {len(lines)} figure(s) moved"
-                   + (f"; {'; '.join(moved.notes)}" if moved.notes else ""))
+                   + (f"; {'; '.join(notes)}" if notes else ""))
         for c in lines:
             click.echo(f"  {c.tier or '(run)'}: {c.label}: {c.base} → {c.now}"
                        + (f" ({c.change})" if c.change and c.change != "changed" else ""))

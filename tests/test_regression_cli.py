@@ -247,3 +247,16 @@ def test_markdown_of_a_real_fifty_tier_scenario_stays_under_a_mebibyte(tmp_path)
     md = (tmp_path / "r.md").read_text()
     assert len(md.encode()) < 1024 * 1024
     assert sum(line.startswith("### ") for line in md.splitlines()) == 59
+
+
+def test_the_content_hash_follows_what_the_user_wrote(tmp_path):
+    from sim.regression.baseline import scenario_hash
+
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text(SCENARIO)
+    # Comments, layout and the [check] table are not content; a value is.
+    b.write_text("# a comment\n" + SCENARIO.replace("rate = 10", "rate    = 10")
+                 + "[check.tolerance]\nthrottle_rate = 0.1\n")
+    assert scenario_hash(a) == scenario_hash(b)
+    assert scenario_hash(a) != scenario_hash(a, ["sources[0].arrival.rate=20"])
+    assert scenario_hash(a) != scenario_hash(a, tiers=["RPC"])

@@ -164,13 +164,16 @@ def summary_hash(summary: RunSummary) -> str:
     return "summary:" + _digest(ident)
 
 
-def scenario_hash(loaded) -> str:
-    """The content hash of a loaded scenario (a :class:`~sim.policy.resolved.LoadedScenario`):
-    its validated values after overrides, tolerances left out, and its tiers."""
-    data = loaded.scenario.model_dump(mode="json", by_alias=True, exclude={"check"})
-    data["resolved_tiers"] = [[t.name, sorted(t.apis), t.cu_per_window, t.ws_cap]
-                              for t in loaded.tiers]
-    return "sha256:" + _digest(data)
+def scenario_hash(scenario: str | Path | None, overrides: Sequence[str] = (),
+                  tiers: Sequence[str] = ()) -> str:
+    """The content hash of a scenario as the user wrote it: its TOML table after the
+    ``--set`` overrides, without the ``[check]`` table, and the tier selection. (Not the
+    validated model, whose new defaults would change every hash with each capsim.)"""
+    from ..config.loader import read
+
+    raw, _ = read(scenario, list(overrides))
+    raw.pop("check", None)
+    return "sha256:" + _digest({"scenario": raw, "tiers": list(tiers)})
 
 
 def _digest(data) -> str:
