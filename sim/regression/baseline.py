@@ -127,7 +127,7 @@ class Baseline(_Frozen):
         picks = tuple(s.recommended.tier for s in summaries)
         counts = Counter(picks)
         top = max(counts.values())
-        # A tie between replications goes to the tier listed last (the bigger one).
+        # A tie goes to the worse pick: no tier, else the tier listed last (the bigger).
         order = [t.tier for t in first.tiers]
         tied = [p for p in counts if counts[p] == top]
         pick = max(tied, key=lambda p: (p is None, order.index(p) if p in order else -1))
