@@ -221,6 +221,7 @@ class Scenario(Strict):
     seed: int = Field(default=1, ge=0)
     start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
     duration_s: float = Field(default=3600.0, gt=0, le=366 * 86400, alias="duration")
+    load: float = Field(default=1.0, gt=0, le=1e6)
     tiers: list[str] = Field(default_factory=list)
     custom_tiers: list[CustomTier] = Field(default_factory=list)
     account: Account

@@ -11,7 +11,7 @@ on every tier, only its timing differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..scenario_model import Scenario, Source
 from ..tiers import APIS
 from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES
 from .arrivals import arrival_times
+from .load import load_note, scale_scenario
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
 _CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
@@ -170,7 +171,14 @@ def build_tables(loaded: LoadedScenario, extra_methods: dict | None = None,
 
 
 def build_plan(loaded: LoadedScenario) -> Plan:
-    """Draw the open-loop demand and set up closed-loop drawers for a scenario."""
+    """Draw the open-loop demand and set up closed-loop drawers for a scenario.
+
+    The scenario's ``load`` is applied first (:mod:`sim.workload.load`): the plan, and so
+    every tier's run, holds the scaled scenario.
+    """
+    scaled = scale_scenario(loaded.scenario)
+    if scaled is not loaded.scenario:
+        loaded = replace(loaded, scenario=scaled)
     sc = loaded.scenario
     traces = {i: load_source_trace(src, i, loaded) for i, src in enumerate(sc.sources)
               if src.trace is not None}
@@ -178,7 +186,7 @@ def build_plan(loaded: LoadedScenario) -> Plan:
     tables = build_tables(loaded, extra, trace_keys(list(traces.values())))
     parts: list[tuple[np.ndarray, ...]] = []
     closed: list[int] = []
-    notes: list[str] = []
+    notes: list[str] = [n for n in (load_note(sc),) if n]
     for i, src in enumerate(sc.sources):
         key = tables.keys.index(src.key)
         region = tables.regions.index(sc.region_of(src))
