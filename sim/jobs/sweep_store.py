@@ -63,11 +63,18 @@ class SweepStore:
                     "this folder holds another sweep (different scenario, --vary, "
                     "variants, --set, --tier or --replications); choose another --out or "
                     "delete the folder", file=str(self.folder), field="--out")
+            self._sweep_leftovers()
             return
         if self.folder.exists() and any(self.folder.iterdir()):
             raise CapsimError("folder exists and is not a capsim sweep folder; choose "
                               "another --out", file=str(self.folder), field="--out")
         write_atomic(manifest, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
+
+    def _sweep_leftovers(self) -> None:
+        # Temporary files of runs a kill interrupted mid-write: never complete, drop them.
+        if self.runs_dir.is_dir():
+            for stale in self.runs_dir.glob(".*"):
+                stale.unlink(missing_ok=True)
 
     def done(self) -> set[str]:
         """Run ids with a finished run on disk."""
