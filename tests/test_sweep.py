@@ -30,8 +30,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def outputs(folder: Path) -> dict[str, bytes]:
     """Every non-hidden file of a sweep folder, by relative path."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)}
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if p.is_file() and not any(part.startswith(".") for part in rel.parts):
+            files[str(rel)] = p.read_bytes()
+    return files
 
 
 @pytest.fixture(scope="module")
