@@ -153,6 +153,16 @@ class Replay(Strict):
     phase_shift_s: float = 0.0
     time_range_s: tuple[float, float] | None = None
     drop_recorded_retries: bool = True
+    # recorded JSON-RPC method -> scenario method; "*" maps every other recorded method
+    method_map: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("method_map")
+    @classmethod
+    def _method_map(cls, value: dict[str, str]) -> dict[str, str]:
+        for recorded, target in value.items():
+            if not recorded.strip() or not target.strip():
+                raise ValueError("expected non-empty method names")
+        return value
 
 
 class Source(Strict):

@@ -180,13 +180,13 @@ def build_plan(loaded: LoadedScenario) -> Plan:
     if scaled is not loaded.scenario:
         loaded = replace(loaded, scenario=scaled)
     sc = loaded.scenario
-    traces = {i: load_source_trace(src, i, loaded) for i, src in enumerate(sc.sources)
+    notes: list[str] = [n for n in (load_note(sc),) if n]
+    traces = {i: load_source_trace(src, i, loaded, notes) for i, src in enumerate(sc.sources)
               if src.trace is not None}
     extra = extra_methods(list(traces.values()), set(sc.methods))
     tables = build_tables(loaded, extra, trace_keys(list(traces.values())))
     parts: list[tuple[np.ndarray, ...]] = []
     closed: list[int] = []
-    notes: list[str] = [n for n in (load_note(sc),) if n]
     for i, src in enumerate(sc.sources):
         key = tables.keys.index(src.key)
         region = tables.regions.index(sc.region_of(src))
