@@ -25,7 +25,7 @@ C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
 
 
 def scenario(tmp_path, *, rate, limit, allowance=1e12, duration=120, slo_failure=1.0,
-             slo_throttle=0.0):
+             slo_throttle=0.0, service_s=0.0):
     text = f"""
 name = "headroom"
 duration = {duration}
@@ -47,7 +47,7 @@ key = "k"
 arrival = {{ process = "constant", rate = {rate} }}
 [methods.svc_call]
 api = "rpc"
-service_time = {{ dist = "constant", value = 0.0 }}
+service_time = {{ dist = "constant", value = {service_s} }}
 [slo]
 max_throttle_rate = {slo_throttle}
 max_failure_rate = {slo_failure}
@@ -121,6 +121,9 @@ def test_cli_headroom_json_and_run_headroom(tmp_path):
     r = CliRunner().invoke(main, ["headroom", str(path)])
     assert r.exit_code == 0
     assert "Mine: meets the SLO up to 1.6" in r.output and "throttle rate breaks first" in r.output
+    # A constant service time changes no window count (every CU is reserved at admission
+    # and settles to the same amount), and gives the run's latency plots a non-zero scale.
+    path = scenario(tmp_path, rate="2.5", limit=1010, service_s=0.01)
     r = CliRunner().invoke(main, ["run", str(path), "--headroom", "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert "Mine: meets the SLO up to 1.6" in r.output
