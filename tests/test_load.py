@@ -183,3 +183,17 @@ def test_trace_replay_multiplier_is_scaled():
                         "replay": {"load_multiplier": 2.0}}]}
     sc = scale_scenario(validate(raw, "t").scenario)
     assert sc.sources[0].replay.load_multiplier == pytest.approx(5.0)
+
+
+def test_the_run_size_estimate_sees_the_load():
+    from sim.workload.size_estimate import estimate
+
+    one = estimate(validate(raw_scenario(), "t"))
+    two = estimate(validate(raw_scenario(2.0), "t"))
+    open_loop = [s.name for s in one.sources if s.kind == "arrival"]
+    for name in open_loop:
+        a = next(s for s in one.sources if s.name == name).requests
+        b = next(s for s in two.sources if s.name == name).requests
+        assert b == pytest.approx(2 * a, rel=0.01, abs=2), name
+    bots = [next(s for s in e.sources if s.name == "bots").requests for e in (one, two)]
+    assert bots[1] == pytest.approx(2 * bots[0])

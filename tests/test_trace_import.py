@@ -177,9 +177,15 @@ def test_round_trip_of_the_har_sample(tmp_path):
     assert_replay_matches(out, methods, n)
 
 
-def test_round_trip_of_the_parquet_sample(tmp_path):
+SAMPLE_SECRET = "capsim-sample-traces"
+"""``CAPSIM_PSEUDONYM_SECRET`` that sample.parquet was made with:
+``capsim trace import workloads/traces/sample.csv --format csv --out .../sample.parquet``."""
+
+
+def test_round_trip_of_the_parquet_sample(tmp_path, monkeypatch):
     """sample.parquet was produced from sample.csv by this importer; re-importing it as
     Parquet must keep every row, and its contents must match the CSV."""
+    monkeypatch.setenv("CAPSIM_PSEUDONYM_SECRET", SAMPLE_SECRET)
     n, methods, sizing = expect_csv(SAMPLES / "sample.csv")
     out = tmp_path / "t.parquet"
     report = import_trace(SAMPLES / "sample.parquet", out, fmt="parquet")

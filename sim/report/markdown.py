@@ -93,6 +93,8 @@ def render(summary: dict, plots: list[str]) -> str:
         f"- SLO: throttle rate ≤ {slo['max_throttle_rate']:.2%}, failure rate ≤ "
         f"{slo['max_failure_rate']:.2%}, p99 latency ≤ {slo['p99_latency_ms']:,.0f} ms",
         f"- capsim {summary['capsim_version']}",
+        f"- API keys shown as pseudonyms (HMAC-SHA256; secret: "
+        f"{summary.get('pseudonym_secret') or 'unknown'})",
         "",
         "## Recommendation",
         "",
