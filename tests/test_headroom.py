@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from sim.cli import main
 from sim.jobs.headroom import describe, find_headroom
-from sim.pricing import default_pricing_table
+from sim.policy.pricing import default_pricing_table
 
 C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
 

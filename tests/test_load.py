@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from test_arrivals import assert_count_moments
 
 import sim
+from sim.config.arrivals import ARRIVAL_ADAPTER
+from sim.policy.resolved import validate
 from sim.rng import stream
-from sim.scenario import validate
-from sim.workload.arrivals import ARRIVAL_ADAPTER
 from sim.workload.demand import build_plan
 from sim.workload.load import scale_arrival, scaled_count
 

@@ -67,7 +67,7 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
                   executor: Executor | None = None) -> dict[str, Any]:
     """The headroom of each tier: ``{"tiers": [TierHeadroom as dict, ...], ...}``."""
     from ..api import load_scenario
-    from ..scenario import builtin_scenario_text
+    from ..config.loader import builtin_scenario_text
 
     if not tolerance > 0:
         raise CapsimError("expected a relative tolerance > 0, e.g. 0.02", field="--tolerance")

@@ -16,15 +16,15 @@ from .sweep_plan import RunSpec
 
 
 def load_spec(spec: RunSpec):
-    """The :class:`~sim.scenario.LoadedScenario` of ``spec`` (overrides and seed applied)."""
+    """The :class:`~sim.policy.resolved.LoadedScenario` of ``spec`` (overrides and seed applied)."""
     from ..api import load_scenario
-    from ..scenario import apply_override, key_lines, validate
+    from ..config.loader import apply_override, key_lines
+    from ..policy.resolved import validate
 
     raw = tomllib.loads(spec.scenario_text)
-    for item in spec.overrides:
-        apply_override(raw, item)
+    overridden = [apply_override(raw, item) for item in spec.overrides]
     raw["seed"] = spec.seed
-    loaded = validate(raw, spec.scenario_label, key_lines(spec.scenario_text))
+    loaded = validate(raw, spec.scenario_label, key_lines(spec.scenario_text), overridden)
     return load_scenario(loaded, tiers=spec.tiers)
 
 

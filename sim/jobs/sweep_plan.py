@@ -135,7 +135,7 @@ def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replication
     and as each of its ``[[variants]]``, ``replications`` times, on ``tiers`` (default:
     the scenario's). ``overrides`` (``--set``) apply to every run."""
     from ..api import load_scenario
-    from ..scenario import builtin_scenario_text
+    from ..config.loader import builtin_scenario_text
 
     if replications < 1:
         raise CapsimError("expected at least 1", field="--replications")

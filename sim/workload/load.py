@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-from ..scenario_model import Scenario, Source
-from .arrivals import BlockSync, ConstantRate, DailyProfile, OnOff, Poisson, Ramp, Spikes
+from ..config.arrivals import BlockSync, ConstantRate, DailyProfile, OnOff, Poisson, Ramp, Spikes
+from ..config.scenario import Scenario, Source
 
 _RATE_FIELDS: dict[type, tuple[str, ...]] = {
     Poisson: ("rate",),
