@@ -21,11 +21,12 @@ from ..report import html  # noqa: E402
 from .sweep_plan import BASE  # noqa: E402
 
 PLOTTED = {
-    "throttle_rate": ("throttle rate", 1.0),
-    "failure_rate": ("failure rate", 1.0),
-    "p99_latency_ms": ("p99 latency (ms)", 1.0),
-    "cu_settled": ("CU settled", 1.0),
+    "throttle_rate": ("throttle rate", "max_throttle_rate"),
+    "failure_rate": ("failure rate", "max_failure_rate"),
+    "p99_latency_ms": ("p99 latency (ms)", "p99_latency_ms"),
+    "cu_settled": ("CU settled", None),
 }
+"""Metric -> (axis label, the SLO limit drawn as a dashed line, if any)."""
 
 
 def _fmt_iv(iv: dict[str, Any], scale: float = 1.0, digits: int = 3, unit: str = "") -> str:
@@ -113,13 +114,15 @@ def write_plots(folder: Path, doc: dict[str, Any]) -> list[str]:
     others = [f["path"] for f in vary[1:]]
     combos = list(itertools.product(*(f["values"] for f in vary[1:]))) or [()]
     files = []
-    for metric, (label, _) in PLOTTED.items():
+    for metric, (label, slo_key) in PLOTTED.items():
         fig, axes = plt.subplots(1, len(combos), figsize=(6 * len(combos), 4), squeeze=False)
         for ax, combo in zip(axes[0], combos, strict=True):
             fixed = dict(zip(others, combo, strict=True))
             pts = [p for p in base if all(p["values"].get(k) == v for k, v in fixed.items())]
             for tier in doc["tiers"]:
                 _line(ax, pts, tier, metric, x_path, xs, numeric)
+            if slo_key is not None:
+                ax.axhline(doc["slo"][slo_key], color="black", ls="--", lw=1.0, label="SLO")
             ax.set_xlabel(x_path or "")
             ax.set_ylabel(label)
             if fixed:
