@@ -95,9 +95,12 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, overrides, max_r
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
     PNG plots into --out, replacing the folder whole only once everything is written.
+    --out must be missing, empty or a capsim report; one run at a time per folder.
     """
     from .api import run as run_scenario
+    from .report.folder import ReportFolder
     from .report.markdown import tier_table
+    from .report.writer import write_report
 
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, jobs)
@@ -105,10 +108,13 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, overrides, max_r
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
     progress = None if quiet else _progress(loaded)
-    result = run_scenario(loaded, jobs=jobs, progress=progress)
-    if not quiet:
-        click.echo("", err=True)
-    folder = result.write(out_dir)
+    # Claimed and locked before simulating: a folder that is not a report, or one another
+    # run is writing, fails now rather than after the run.
+    with ReportFolder(out_dir) as claimed:
+        result = run_scenario(loaded, jobs=jobs, progress=progress)
+        if not quiet:
+            click.echo("", err=True)
+        folder = write_report(result, out_dir, claimed)
     if quiet:
         return
     click.echo("")
