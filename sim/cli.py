@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_regression import COMMANDS as REGRESSION_COMMANDS
 from .cli_sweep import headroom, sweep
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
@@ -195,6 +196,8 @@ def validate(scenario, overrides, max_requests):
 main.add_command(trace)
 main.add_command(sweep)
 main.add_command(headroom)
+for _command in REGRESSION_COMMANDS:
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

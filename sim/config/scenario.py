@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..vocabulary import APIS, SIZE_METHOD
 from .arrivals import ArrivalProcess
+from .check import CheckSettings
 from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 from .websockets import StreamClient, WebsocketSettings
@@ -274,6 +275,7 @@ class Scenario(Strict):
     http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
+    check: CheckSettings = Field(default_factory=CheckSettings)
     variants: list[Variant] = Field(default_factory=list)
 
     model_config = ConfigDict(**STRICT_CONFIG, populate_by_name=True)
