@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_live import drive, serve
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .pricing import Pricing, default_pricing_table
@@ -153,6 +154,8 @@ def validate(scenario, overrides):
 
 
 main.add_command(trace)
+main.add_command(serve)
+main.add_command(drive)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
