@@ -1,6 +1,6 @@
 """The emulator's ASGI application: routing, authentication, bodies and replies.
 
-Hostnames (TLS SNI, else the ``Host`` header) pick the API: ``search.*`` (``POST
+Hostnames (the ``Host`` header, else the TLS SNI) pick the API: ``search.*`` (``POST
 /v1/size``, the monitoring websocket ``/v1/monitoring/unhealthy/ws``), ``rpc.*``
 (``POST /`` JSON-RPC 2.0: ``svc_call``, ``svc_pendingBlock`` and any RPC method of the
 scenario), ``streams.*`` (websockets ``/pending-txs``, ``/new-blocks``,
@@ -59,7 +59,7 @@ WS_EXHAUSTED_CODE = 1013
 """Close code of a billed stream closed because a delivery could not reserve its CU."""
 
 ASSUMPTIONS = (
-    "Hostnames: search.localhost, rpc.localhost, streams.localhost (SNI, else Host); "
+    "Hostnames: search.localhost, rpc.localhost, streams.localhost (Host, else SNI); "
     "/healthz on any hostname, without a key.",
     "Error bodies: JSON {\"error\": {\"code\": <status or outcome>, \"message\": ...}}; "
     "JSON-RPC errors in a 200 reply: -32005 \"rate limit exceeded\", -32600 invalid "
@@ -80,7 +80,7 @@ ASSUMPTIONS = (
 )
 
 
-@dataclass
+@dataclass(eq=False)
 class _Socket:
     """A live websocket: the ASGI ``send`` it is written through, and its state."""
 
@@ -155,9 +155,11 @@ class EmulatorApp:
         return None
 
     def _api_of(self, scope, conn: ConnectionInfo | None) -> str | None:
-        """The API a request addresses: by SNI, else by the Host header."""
-        host = (conn.sni if conn is not None and conn.sni else None) \
-            or self._header(scope, b"host") or ""
+        """The API a request addresses: by its ``Host`` (HTTP/2 ``:authority``), else by
+        the connection's SNI. Host first, because an HTTP/2 client may rightly reuse one
+        connection for every hostname its certificate covers."""
+        host = self._header(scope, b"host") \
+            or (conn.sni if conn is not None and conn.sni else None) or ""
         label = host.split(":", 1)[0].split(".", 1)[0].lower()
         return {"search": SEARCH, "rpc": RPC, "streams": STREAMS}.get(label)
 
@@ -203,9 +205,13 @@ class EmulatorApp:
         path, method = scope["path"], scope["method"]
         if path == "/healthz":
             clock = self.clock
+            now, adm = clock.now(), self.admission
             await self._reply(send, 200, {
                 "status": "ok", "t0_unix": clock.t0_unix, "time_scale": clock.time_scale,
-                "now_s": clock.now(), "tier": self.admission.tier.name})
+                "now_s": now, "tier": adm.tier.name,
+                "connections": {"tcp_open": len(self.registry) if self.registry else None,
+                                "account_active": adm.connections.active},
+                "websockets": {"live": adm.slots.live, "stale": adm.slots.stale(now)}})
             return
         conn = self._conn(scope)
         api = self._api_of(scope, conn)
@@ -331,10 +337,10 @@ class EmulatorApp:
             await self._deny(send, HTTP_STATUS[d.outcome], d.name, d.retry_after_s, now)
             return
         sock = _Socket(name, send, conn)
-        await send({"type": "websocket.accept",
-                    "headers": [(b"x-capsim-t", f"{now:.6f}".encode())]})
-        self.sockets[name][sock] = None
         try:
+            await send({"type": "websocket.accept",
+                        "headers": [(b"x-capsim-t", f"{now:.6f}".encode())]})
+            self.sockets[name][sock] = None
             while True:
                 message = await receive()
                 if message["type"] == "websocket.disconnect":

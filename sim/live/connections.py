@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import time
 from collections.abc import Callable, Iterator
@@ -89,6 +90,9 @@ class TrackedTCPServer(TCPServer):
     async def run(self) -> None:
         sock = self.writer.get_extra_info("socket")
         try:
+            # asyncio sets TCP_NODELAY only on sockets created with IPPROTO_TCP; without
+            # it a reply's header and body frames wait ~40 ms for a delayed ACK.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = parse_socket_addr(sock.family, sock.getpeername())
         except OSError:
             return await super().run()
@@ -103,6 +107,8 @@ class TrackedTCPServer(TCPServer):
         self.registry.add(info)
         try:
             await super().run()
+        except* ssl.SSLError:
+            pass  # a peer that vanished mid-TLS (an aborted or refused connection)
         finally:
             self.registry.remove(info.peer)
 
@@ -121,6 +127,9 @@ class TrackedTCPServer(TCPServer):
         if info is not None:
             info.tcp_closed = True
         await self.protocol.handle(Closed())
+        # The peer is gone: hypercorn would otherwise keep the connection's task (and
+        # our registration of it) until its keep-alive timer fired.
+        await self.idle_task.stop()
 
 
 @contextlib.contextmanager

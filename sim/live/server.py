@@ -56,6 +56,7 @@ def _config(cert: Certificate):
     config.alpn_protocols = ["h2", "http/1.1"]
     config.h2_max_concurrent_streams = MAX_STREAMS_PER_CONNECTION
     config.keep_alive_timeout = 3600.0  # idle connections are the client's to close
+    config.keep_alive_max_requests = 2**62  # no GOAWAY after N requests: not the spec's
     config.graceful_timeout = 1.0
     config.accesslog = None
     config.errorlog = "-"
