@@ -1,0 +1,234 @@
+"""Simulated versus recorded decisions: replay a trace's attempts as recorded through the
+model's policy objects and compare each predicted outcome with the recorded one.
+
+The replay uses :class:`sim.live.admission.Admission` -- the simulator's limiter,
+websocket slot pool and account connection limits, asked in the model's order -- at
+the times the *client* recorded (``time_ns``, the send time), so what is measured is
+how well the model, given only what a client sees, predicts what the service decided.
+Per attempt it needs the method, the key (its pseudonym), sizing profiles, and for
+refunds the settled CU (``cu``) and the latency (the settle is placed at send time +
+latency). A ``capsim drive`` sidecar (:mod:`sim.live.record`) adds what the canonical
+table cannot say: which connection an attempt used and whether it opened it (430),
+HTTP/2 and SNI (421), websocket closes (clean or unclean: stale slots) and billed
+events (CU spent by publishing). Without a sidecar every attempt counts as HTTP/2 with
+SNI on an existing connection.
+
+Attempts sent within ``boundary_s`` of a 12-second window boundary (``epoch``
+alignment) are not compared -- which window they reached is a matter of transit time
+-- and are counted (:attr:`Comparison.near_boundary`). Attempts whose reply was not an
+outcome of the model (a 404, a transport error) are counted as ``unmodelled``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from .live.admission import Admission
+from .model.ws_config import ExpiryRange
+from .redact import pseudonym
+from .scenario import LoadedScenario
+from .tiers import Tier
+from .traces.schema import WEBSOCKET_METHODS, open_trace
+from .vocabulary import MONITORING, MONITORING_PATH, SIZE_METHOD, WINDOW_S
+
+HTTP_OUTCOME = {200: "ok", 434: "434", -32005: "-32005", 402: "402", 401: "401",
+                413: "oversized", 421: "421", 430: "430", 435: "435"}
+"""Recorded HTTP status (or JSON-RPC code) -> outcome name."""
+HANDSHAKE_OUTCOME = {101: "ok", 200: "ok", 434: "ws_cu_rejected", 435: "435", 401: "401",
+                     402: "402"}
+"""Recorded handshake status -> outcome name (a CU refusal is answered 434)."""
+
+
+@dataclass
+class Mismatch:
+    """One attempt whose predicted outcome differs from the recorded one."""
+
+    row: int
+    t_s: float
+    method: str
+    predicted: str
+    recorded: str
+    t_server_s: float
+
+
+@dataclass
+class Comparison:
+    """Agreement of predicted and recorded outcomes."""
+
+    compared: int = 0
+    agreed: int = 0
+    near_boundary: int = 0
+    unmodelled: int = 0
+    confusion: Counter = field(default_factory=Counter)  # (recorded, predicted) -> count
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def agreement(self) -> float:
+        """Fraction of compared attempts whose outcomes agree (NaN when none)."""
+        return self.agreed / self.compared if self.compared else math.nan
+
+    def describe(self) -> str:
+        """A few lines for people."""
+        lines = [f"compared {self.compared} attempts: {self.agreed} agree "
+                 f"({100 * self.agreement:.2f} %); {self.near_boundary} within the boundary "
+                 f"margin of a window edge and {self.unmodelled} unmodelled replies left out"]
+        for (rec, pred), n in sorted(self.confusion.items()):
+            if rec != pred:
+                lines.append(f"  recorded {rec}, predicted {pred}: {n}")
+        return "\n".join(lines)
+
+
+def _stale_expiry(loaded: LoadedScenario) -> float:
+    exp = loaded.scenario.ws.stale_expiry_s
+    if isinstance(exp, ExpiryRange):
+        return (exp.low + exp.high) / 2.0
+    return float(exp)
+
+
+def _stream_of(method: str) -> str:
+    return MONITORING if method == MONITORING_PATH else method
+
+
+def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
+            sidecar: str | Path | None = None, boundary_s: float = 0.0) -> Comparison:
+    """Replay ``trace`` through a fresh :class:`Admission` for ``tier`` and compare."""
+    pf = open_trace(trace)
+    tab = pf.read().to_pandas()
+    pf.close()
+    sc = loaded.scenario
+    start_ns = int(sc.start.timestamp() * 1e9)
+    t = (tab["time_ns"].to_numpy(np.int64) - start_ns) / 1e9
+    n = len(tab)
+    side = None
+    if sidecar is not None and Path(sidecar).exists():
+        side = pq.read_table(sidecar).to_pandas()
+    # Per-row driver facts (defaults without a sidecar).
+    conn = np.full(n, -1, dtype=np.int64)
+    conn_new = np.zeros(n, dtype=bool)
+    h2 = np.ones(n, dtype=bool)
+    hostname = np.array([""] * n, dtype=object)
+    t_server = np.full(n, math.nan)
+    source = np.array([""] * n, dtype=object)
+    events: list[tuple[float, int, str, dict]] = []
+    if side is not None:
+        rows = side[side["row"] >= 0]
+        idx = rows["row"].to_numpy()
+        conn[idx] = rows["conn"].to_numpy()
+        conn_new[idx] = rows["conn_new"].to_numpy()
+        h2[idx] = rows["http2"].to_numpy() & (rows["hostname"].to_numpy() != "")
+        hostname[idx] = rows["hostname"].to_numpy()
+        t_server[idx] = rows["t_server_s"].to_numpy()
+        source[idx] = rows["source"].to_numpy()
+        h2[idx[rows["kind"].to_numpy() == "handshake"]] = True
+        for r in side[side["row"] < 0].itertuples():
+            events.append((r.t_s, 1, r.kind, {"stream": r.stream, "close": r.close}))
+    adm = Admission(loaded, tier)
+    keys_ok = {pseudonym(k) for k in sc.account.keys}
+    pricing = loaded.pricing
+    expiry = _stale_expiry(loaded)
+    idle = {s.name: sc.clients[s.client].http for s in sc.sources}
+    methods = tab["method"].astype(str).to_numpy()
+    keys = tab["key"].astype(str).to_numpy()
+    status = tab["status"].to_numpy()
+    latency = tab["latency_ms"].to_numpy(dtype=float) / 1e3
+    cu = tab["cu"].to_numpy(dtype=float)
+    profiles = tab["profiles"].to_numpy()
+    # Connection closes: an admitted connection is held until its last reply plus the
+    # client's idle timeout (a connection per request: until its reply), as the model has it.
+    last_end: dict[int, tuple[float, str]] = {}
+    for i in range(n):
+        if conn[i] >= 0 and methods[i] not in WEBSOCKET_METHODS:
+            end = t[i] + (latency[i] if latency[i] == latency[i] else 0.0)
+            if conn[i] not in last_end or end > last_end[conn[i]][0]:
+                last_end[conn[i]] = (end, source[i])
+    for i in np.argsort(t, kind="stable"):
+        events.append((t[i], 2, "attempt", {"i": int(i)}))
+    heapq.heapify(events)
+    refused: set[int] = set()
+    result = Comparison()
+    seq = len(events)
+    while events:
+        now, _, kind, info = heapq.heappop(events)
+        if kind == "settle":
+            adm.settle(now, info["decision"])
+            continue
+        if kind == "conn-close":
+            adm.connection_closed(now)
+            continue
+        if kind == "close":
+            if info["close"] != "exhausted":  # the service already freed an exhausted one
+                adm.websocket_closed(now, clean=info["close"] != "unclean",
+                                     stale_expiry_s=expiry)
+            else:
+                adm.websocket_closed(now, clean=True, stale_expiry_s=0.0)
+            continue
+        if kind == "publish":
+            adm.publish(now, info["stream"])
+            continue
+        i = info["i"]
+        method = methods[i]
+        key_ok = keys[i] in keys_ok
+        if method in WEBSOCKET_METHODS:
+            d = adm.handshake(now, _stream_of(method), key_ok=key_ok)
+            recorded = HANDSHAKE_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
+        else:
+            c = int(conn[i])
+            if conn_new[i] and c >= 0:
+                host = hostname[i] or "default"
+                if adm.connection_opened(now, host):
+                    end, src = last_end.get(c, (now, ""))
+                    http = idle.get(src)
+                    hold = 0.0 if http is None or not http.reuse else http.idle_timeout_s
+                    seq += 1
+                    heapq.heappush(events, (end + hold, 0, "conn-close", {"n": seq}))
+                else:
+                    refused.add(c)
+            if c in refused:
+                d = Admission.refused_connection()
+            else:
+                reserve, actual = _costs(method, profiles[i], cu[i], pricing)
+                d = adm.request(now, method, key_ok=key_ok, h2_sni=bool(h2[i]),
+                                reserve_cu=reserve, actual_cu=actual,
+                                api=str(tab["api"].iat[i]))
+                if d.ticket is not None and reserve != actual:
+                    seq += 1
+                    lat = latency[i] if latency[i] == latency[i] else 0.0
+                    heapq.heappush(events, (now + lat, 0, "settle", {"decision": d, "n": seq}))
+            recorded = HTTP_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
+        if recorded is None:
+            result.unmodelled += 1
+            continue
+        if boundary_s > 0 and _near_boundary(now, boundary_s):
+            result.near_boundary += 1
+            continue
+        result.compared += 1
+        result.confusion[(recorded, d.name)] += 1
+        if recorded == d.name:
+            result.agreed += 1
+        else:
+            result.mismatches.append(Mismatch(int(i), float(now), str(method), d.name, recorded,
+                                              float(t_server[i])))
+    return result
+
+
+def _near_boundary(t: float, margin: float) -> bool:
+    edge = round(t / WINDOW_S) * WINDOW_S
+    return abs(t - edge) < margin
+
+
+def _costs(method: str, profiles, cu: float, pricing) -> tuple[float, float]:
+    """CU an attempt reserves, and what it settles to (the recorded ``cu`` when known)."""
+    if method == SIZE_METHOD:
+        names = [p for p in str(profiles).split(",") if p] if profiles is not None else []
+        reserve = round(sum(pricing.sizing.item_reserve(p) for p in names), 6)
+        actual = reserve if cu != cu else float(cu)
+        return reserve, actual
+    cost = pricing.rpc.cost(method)
+    return cost, cost
