@@ -13,7 +13,8 @@ HTTP/2 and SNI (421), websocket closes (clean or unclean: stale slots) and bille
 events (CU spent by publishing). Without a sidecar every attempt counts as HTTP/2 with
 SNI on an existing connection.
 
-Attempts sent within ``boundary_s`` of a 12-second window boundary (``epoch``
+An attempt that opened a connection is replayed when its TLS handshake completed (the
+sidecar's ``t_open_s``), the others at their send time. Attempts within ``boundary_s`` of a 12-second window boundary (``epoch``
 alignment) are not compared -- which window they reached is a matter of transit time
 -- and are counted (:attr:`Comparison.near_boundary`). Attempts whose reply was not an
 outcome of the model (a 404, a transport error) are counted as ``unmodelled``.
@@ -115,8 +116,9 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
     h2 = np.ones(n, dtype=bool)
     hostname = np.array([""] * n, dtype=object)
     t_server = np.full(n, math.nan)
+    t_reach = t.copy()  # when the attempt reached the service, as far as the client knows
     source = np.array([""] * n, dtype=object)
-    events: list[tuple[float, int, str, dict]] = []
+    events: list[tuple[float, int, int, str, dict]] = []  # (t, priority, seq, kind, info)
     if side is not None:
         rows = side[side["row"] >= 0]
         idx = rows["row"].to_numpy()
@@ -125,10 +127,15 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         h2[idx] = rows["http2"].to_numpy() & (rows["hostname"].to_numpy() != "")
         hostname[idx] = rows["hostname"].to_numpy()
         t_server[idx] = rows["t_server_s"].to_numpy()
+        # An attempt that opened a connection reached the service only after its TLS
+        # handshake: order connection opens by when the handshake completed.
+        opened = rows["t_open_s"].to_numpy()
+        known = ~np.isnan(opened)
+        t_reach[idx[known]] = opened[known]
         source[idx] = rows["source"].to_numpy()
         h2[idx[rows["kind"].to_numpy() == "handshake"]] = True
-        for r in side[side["row"] < 0].itertuples():
-            events.append((r.t_s, 1, r.kind, {"stream": r.stream, "close": r.close}))
+        for k, r in enumerate(side[side["row"] < 0].itertuples()):
+            events.append((r.t_s, 1, n + k, r.kind, {"stream": r.stream, "close": r.close}))
     adm = Admission(loaded, tier)
     keys_ok = {pseudonym(k) for k in sc.account.keys}
     pricing = loaded.pricing
@@ -148,14 +155,14 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             end = t[i] + (latency[i] if latency[i] == latency[i] else 0.0)
             if conn[i] not in last_end or end > last_end[conn[i]][0]:
                 last_end[conn[i]] = (end, source[i])
-    for i in np.argsort(t, kind="stable"):
-        events.append((t[i], 2, "attempt", {"i": int(i)}))
+    for i in np.argsort(t_reach, kind="stable"):
+        events.append((t_reach[i], 2, int(i), "attempt", {"i": int(i)}))
     heapq.heapify(events)
     refused: set[int] = set()
     result = Comparison()
-    seq = len(events)
+    seq = 2 * n + len(events)
     while events:
-        now, _, kind, info = heapq.heappop(events)
+        now, _, _, kind, info = heapq.heappop(events)
         if kind == "settle":
             adm.settle(now, info["decision"])
             continue
@@ -187,7 +194,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
                     http = idle.get(src)
                     hold = 0.0 if http is None or not http.reuse else http.idle_timeout_s
                     seq += 1
-                    heapq.heappush(events, (end + hold, 0, "conn-close", {"n": seq}))
+                    heapq.heappush(events, (end + hold, 0, seq, "conn-close", {}))
                 else:
                     refused.add(c)
             if c in refused:
@@ -200,7 +207,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
                 if d.ticket is not None and reserve != actual:
                     seq += 1
                     lat = latency[i] if latency[i] == latency[i] else 0.0
-                    heapq.heappush(events, (now + lat, 0, "settle", {"decision": d, "n": seq}))
+                    heapq.heappush(events, (now + lat, 0, seq, "settle", {"decision": d}))
             recorded = HTTP_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
         if recorded is None:
             result.unmodelled += 1

@@ -307,9 +307,13 @@ class Driver:
                    "host": f"{hostname}:{self.target.port}"}
         opened: list[int] = []
 
+        tls_done: list[float] = []
+
         async def trace(event: str, info: dict) -> None:
             if event == "connection.connect_tcp.complete":
                 opened.append(_port(info.get("return_value")))
+            elif event == "connection.start_tls.complete":
+                tls_done.append(self.clock.now())
 
         ext = {"trace": trace}
         if source.sni:
@@ -352,7 +356,8 @@ class Driver:
             body_hash=body_hash, kind="http", t_server_s=t_server, source=source.src.name,
             rid=rid, attempt=attempt, conn=conn, conn_new=conn_new,
             hostname=hostname if source.sni else "", http2=source.http2,
-            reserve_cu=float(reserve), outcome=outcome, retry_after_s=retry_after)
+            reserve_cu=float(reserve), outcome=outcome, retry_after_s=retry_after,
+            t_open_s=tls_done[0] if conn_new and tls_done else math.nan)
         return outcome, retry_after
 
 

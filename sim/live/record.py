@@ -38,6 +38,7 @@ SIDECAR_COLUMNS = {
     "attempt": pa.int32(),
     "conn": pa.int64(),         # connection id (client port; websocket serial)
     "conn_new": pa.bool_(),     # this attempt opened its connection
+    "t_open_s": pa.float64(),   # service time its TLS handshake completed (conn_new)
     "hostname": pa.string(),    # SNI sent ("" without SNI)
     "http2": pa.bool_(),
     "reserve_cu": pa.float64(),
@@ -70,7 +71,7 @@ class DriveRecorder:
                 cu: float | None = None, body_hash: str | None = None, kind: str,
                 t_server_s: float, source: str, stream: str = "", rid: int, attempt: int,
                 conn: int, conn_new: bool, hostname: str, http2: bool, reserve_cu: float,
-                outcome: str, retry_after_s: float) -> None:
+                outcome: str, retry_after_s: float, t_open_s: float = math.nan) -> None:
         """One attempt: a canonical row and its sidecar row."""
         row = len(self)
         c = self._canon
@@ -88,7 +89,7 @@ class DriveRecorder:
         c["body_hash"].append(body_hash)
         self._side_row(row=row, kind=kind, t_s=t_s, end_s=end_s, t_server_s=t_server_s,
                        source=source, stream=stream, rid=rid, attempt=attempt, conn=conn,
-                       conn_new=conn_new, hostname=hostname, http2=http2,
+                       conn_new=conn_new, t_open_s=t_open_s, hostname=hostname, http2=http2,
                        reserve_cu=reserve_cu, outcome=outcome, retry_after_s=retry_after_s,
                        close="")
 
@@ -103,7 +104,7 @@ class DriveRecorder:
         nan = math.nan
         self._side_row(row=-1, kind=kind, t_s=t_s, end_s=nan, t_server_s=nan, source=source,
                        stream=stream, rid=-1, attempt=0, conn=conn, conn_new=False,
-                       hostname="", http2=False, reserve_cu=0.0, outcome="",
+                       t_open_s=nan, hostname="", http2=False, reserve_cu=0.0, outcome="",
                        retry_after_s=nan, close=close)
 
     def _side_row(self, **row) -> None:
