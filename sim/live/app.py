@@ -80,15 +80,34 @@ ASSUMPTIONS = (
 )
 
 
+SEND_QUEUE = 1024
+"""Events a slow websocket reader may fall behind by before further events are dropped
+for it (a stalled consumer must not hold up the stream for everyone else)."""
+
+
 @dataclass(eq=False)
 class _Socket:
-    """A live websocket: the ASGI ``send`` it is written through, and its state."""
+    """A live websocket: its outgoing queue, drained by its own writer task."""
 
     stream: str
     send: object
     conn: ConnectionInfo | None
     closed_by_server: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
+    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(SEND_QUEUE))
+    dropped: int = 0
+
+    async def writer(self) -> None:
+        while True:
+            message = await self.queue.get()
+            await _quiet(self.send(message))
+            if message["type"] == "websocket.close":
+                return
+
+    def offer(self, message: dict) -> None:
+        try:
+            self.queue.put_nowait(message)
+        except asyncio.QueueFull:
+            self.dropped += 1
 
 
 class EmulatorApp:
@@ -337,9 +356,11 @@ class EmulatorApp:
             await self._deny(send, HTTP_STATUS[d.outcome], d.name, d.retry_after_s, now)
             return
         sock = _Socket(name, send, conn)
+        writer = None
         try:
             await send({"type": "websocket.accept",
                         "headers": [(b"x-capsim-t", f"{now:.6f}".encode())]})
+            writer = asyncio.get_running_loop().create_task(sock.writer())
             self.sockets[name][sock] = None
             while True:
                 message = await receive()
@@ -347,6 +368,8 @@ class EmulatorApp:
                     break
         finally:
             self.sockets[name].pop(sock, None)
+            if writer is not None and not sock.closed_by_server:
+                writer.cancel()
             if not sock.closed_by_server:
                 unclean = conn is not None and conn.tcp_closed
                 self.admission.websocket_closed(self.clock.now(), clean=not unclean,
@@ -369,15 +392,15 @@ class EmulatorApp:
             if sock.closed_by_server:
                 continue
             if self.admission.publish(t, name):
-                await _quiet(sock.send({"type": "websocket.send", "text": data}))
+                sock.offer({"type": "websocket.send", "text": data})
                 continue
             sock.closed_by_server = True
             self.sockets[name].pop(sock, None)
             self.admission.websocket_closed(t, clean=True, stale_expiry_s=0.0)
-            await _quiet(sock.send({"type": "websocket.send", "text": json.dumps(
-                {"error": "cu exhausted", "t_s": round(t, 6)})}))
-            await _quiet(sock.send({"type": "websocket.close", "code": WS_EXHAUSTED_CODE,
-                                    "reason": "cu exhausted"}))
+            sock.offer({"type": "websocket.send", "text": json.dumps(
+                {"error": "cu exhausted", "t_s": round(t, 6)})})
+            sock.offer({"type": "websocket.close", "code": WS_EXHAUSTED_CODE,
+                        "reason": "cu exhausted"})
 
 
 async def _quiet(coro) -> None:
