@@ -50,6 +50,24 @@ def scenario_options(f):
     return f
 
 
+def size_options(f):
+    """The run-size limit, checked before any demand is drawn."""
+    return click.option("--max-requests", type=click.IntRange(min=1), metavar="N",
+                        help="Refuse a run expected to simulate more than N requests per "
+                             "tier (HTTP requests, websocket handshakes and deliveries); "
+                             "default: the scenario's max_requests, else only the memory "
+                             "check.")(f)
+
+
+def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1):
+    from .workload.size_estimate import check
+
+    size, warnings = check(loaded, max_requests=max_requests, jobs=jobs)
+    for w in warnings:
+        click.echo(f"capsim: warning: {w}", err=True)
+    return size
+
+
 def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = None,
           tiers: tuple[str, ...] = ()) -> LoadedScenario:
     from .api import load_scenario
@@ -68,7 +86,8 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
               help="Tiers simulated in parallel worker processes.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, no table.")
 @scenario_options
-def run(scenario, tiers, seed, out, jobs, quiet, overrides):
+@size_options
+def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
@@ -78,6 +97,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides):
     from .report.markdown import tier_table
 
     loaded = _load(scenario, overrides, seed, tiers)
+    _check_size(loaded, max_requests, jobs)
     sc = loaded.scenario
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
@@ -141,13 +161,17 @@ def tiers(as_json):
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @scenario_options
-def validate(scenario, overrides):
-    """Check a scenario file without running it (exit code 2 and one message if invalid)."""
+@size_options
+def validate(scenario, overrides, max_requests):
+    """Check a scenario file without running it (exit code 2 and one message if invalid,
+    or if the run would not fit in memory or in --max-requests)."""
     loaded = _load(scenario, overrides)
+    size = _check_size(loaded, max_requests)
     sc = loaded.scenario
     unknown = sorted({i for i, s in enumerate(sc.sources) if s.key not in sc.account.keys})
     click.echo(f"{scenario}: ok — scenario {sc.name!r}, {len(sc.sources)} source(s), "
-               f"{len(loaded.tiers)} tier(s), {sc.duration_s:,.0f} s simulated")
+               f"{len(loaded.tiers)} tier(s), {sc.duration_s:,.0f} s simulated; "
+               f"{size.describe()}")
     for i in unknown:
         click.echo(f"warning: sources[{i}].key is not one of account.keys: "
                    "its requests will get 401", err=True)

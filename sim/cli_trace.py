@@ -61,18 +61,26 @@ def trace() -> None:
               show_default=True,
               help="Rows per Parquet row group. Sources are read in bounded pieces either "
                    "way (HAR files excepted: they are loaded whole).")
+@click.option("--host-map", "host_map", multiple=True, metavar="HOST=API",
+              help="Which API a recorded host serves: rpc, search, streams, or ignore "
+                   "(repeatable; globs such as *.example.io allowed; HAR). Hosts neither "
+                   "recognised from content nor mapped are counted by host, never imported.")
+@click.option("--allow-empty", is_flag=True,
+              help="Write an empty trace when nothing is kept, instead of failing.")
 @_user_errors
 def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | None,
-               chunk_rows: int) -> None:
+               chunk_rows: int, host_map: tuple[str, ...], allow_empty: bool) -> None:
     """Import FILE (CSV, JSONL, Parquet, HAR, RPC or sizing request log) into a
     canonical trace.
 
-    Every row is validated (request bodies against the service spec); API keys are
-    replaced by pseudonyms wherever they appear, and the output is scanned for any key
-    that survived before it is published.
+    Every row is validated (request bodies against the service spec; JSON-RPC as
+    clients send it, deviations counted); API keys are replaced by pseudonyms wherever
+    they appear (headers, URL userinfo, query, path), and the output is scanned for any
+    key or opaque URL token that survived before it is published. An import that keeps
+    nothing fails (exit 2) with the reasons by count, unless --allow-empty.
     """
     report = import_trace(file, out, fmt=fmt, on_invalid=on_invalid, region=region,
-                          chunk_rows=chunk_rows)
+                          chunk_rows=chunk_rows, host_map=host_map, allow_empty=allow_empty)
     click.echo(report.render())
 
 

@@ -16,9 +16,11 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
+
 
 class _Dist(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = STRICT_CONFIG
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -36,7 +38,7 @@ class Constant(_Dist):
     """Always ``value``."""
 
     dist: Literal["constant"] = "constant"
-    value: float = Field(ge=0)
+    value: FiniteFloat = Field(ge=0)
 
     def sample(self, rng, n):
         return np.full(n, self.value, dtype=float)
@@ -54,9 +56,9 @@ class Exponential(_Dist):
     """Exponential with the given ``mean``."""
 
     dist: Literal["exponential"] = "exponential"
-    mean_value: float = Field(gt=0, alias="mean")
+    mean_value: FiniteFloat = Field(gt=0, alias="mean")
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(**STRICT_CONFIG, populate_by_name=True)
 
     def sample(self, rng, n):
         return rng.exponential(self.mean_value, n)
@@ -74,8 +76,8 @@ class Uniform(_Dist):
     """Uniform on ``[low, high]``."""
 
     dist: Literal["uniform"] = "uniform"
-    low: float = Field(ge=0)
-    high: float = Field(ge=0)
+    low: FiniteFloat = Field(ge=0)
+    high: FiniteFloat = Field(ge=0)
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -99,8 +101,8 @@ class LogNormal(_Dist):
     """Log-normal given by its ``median`` and the ``sigma`` of the underlying normal."""
 
     dist: Literal["lognormal"] = "lognormal"
-    median: float = Field(gt=0)
-    sigma: float = Field(ge=0, le=5)
+    median: FiniteFloat = Field(gt=0)
+    sigma: FiniteFloat = Field(ge=0, le=5)
 
     def sample(self, rng, n):
         return rng.lognormal(math.log(self.median), self.sigma, n)
@@ -119,8 +121,8 @@ class Beta(_Dist):
     """Beta(a, b) on [0, 1]; used for gas used as a fraction of a profile's cap."""
 
     dist: Literal["beta"] = "beta"
-    a: float = Field(gt=0)
-    b: float = Field(gt=0)
+    a: FiniteFloat = Field(gt=0)
+    b: FiniteFloat = Field(gt=0)
 
     def sample(self, rng, n):
         return rng.beta(self.a, self.b, n)
@@ -139,8 +141,8 @@ class IntUniform(_Dist):
     """Integers uniform on ``low..high`` inclusive; used for item counts."""
 
     dist: Literal["int_uniform"] = "int_uniform"
-    low: int = Field(ge=0)
-    high: int = Field(ge=0)
+    low: StrictInt = Field(ge=0)
+    high: StrictInt = Field(ge=0)
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -165,8 +167,8 @@ class ShiftedPoisson(_Dist):
     """``shift`` plus a Poisson(``lam``) count; item counts of at least ``shift``."""
 
     dist: Literal["poisson"] = "poisson"
-    lam: float = Field(ge=0)
-    shift: int = Field(default=0, ge=0)
+    lam: FiniteFloat = Field(ge=0)
+    shift: StrictInt = Field(default=0, ge=0)
 
     def sample(self, rng, n):
         return (self.shift + rng.poisson(self.lam, n)).astype(float)

@@ -203,7 +203,9 @@ def slo_check(summary: dict | TierSummary, slo: Slo) -> tuple[bool, list[str]]:
     if summary["failure_rate"] > slo.max_failure_rate:
         bad.append(f"failure rate {summary['failure_rate']:.4f} > {slo.max_failure_rate}")
     p99 = summary["latency_ms"]["p99"]
-    if p99 is None or p99 > slo.p99_latency_ms:
+    if p99 is None:
+        bad.append(f"p99 latency: no successful request (SLO ≤ {slo.p99_latency_ms} ms)")
+    elif p99 > slo.p99_latency_ms:
         bad.append(f"p99 latency {p99} ms > {slo.p99_latency_ms} ms")
     return not bad, bad
 

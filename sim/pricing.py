@@ -11,19 +11,20 @@ import tomllib
 from importlib import resources
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from .strict_types import STRICT_CONFIG, FiniteFloat
 from .tiers import Tier
 
-_STRICT = ConfigDict(frozen=True, extra="forbid")
+_STRICT = STRICT_CONFIG
 
 
 class RpcPricing(BaseModel):
     """CU per RPC method; 0 means unbilled."""
 
     model_config = _STRICT
-    default_method_cu: float = Field(ge=0)
-    method_cu: dict[str, float]
+    default_method_cu: FiniteFloat = Field(ge=0)
+    method_cu: dict[str, FiniteFloat]
 
     def cost(self, method: str) -> float:
         """CU reserved (and settled) by one call of ``method``."""
@@ -34,9 +35,9 @@ class SizingPricing(BaseModel):
     """``POST /v1/size``: per-item base plus gas priced in CU."""
 
     model_config = _STRICT
-    item_base_cu: float = Field(ge=0)
-    cu_per_gas: float = Field(ge=0)
-    profile_gas_cap: dict[str, float]
+    item_base_cu: FiniteFloat = Field(ge=0)
+    cu_per_gas: FiniteFloat = Field(ge=0)
+    profile_gas_cap: dict[str, FiniteFloat]
 
     def item_reserve(self, profile: str) -> float:
         """CU one item of ``profile`` reserves: base + cap x price."""
@@ -51,16 +52,16 @@ class WebsocketPricing(BaseModel):
     """Websocket connect cost and CU per published event, per stream."""
 
     model_config = _STRICT
-    connect_cu: float = Field(ge=0)
-    publish_cu: dict[str, float]
+    connect_cu: FiniteFloat = Field(ge=0)
+    publish_cu: dict[str, FiniteFloat]
 
 
 class TierPricing(BaseModel):
     """What the spec does not say about a tier: daily allowance and money."""
 
     model_config = _STRICT
-    daily_allowance_cu: float | None = Field(default=None, ge=0)
-    monthly_usd: float | None = Field(default=None, ge=0)
+    daily_allowance_cu: FiniteFloat | None = Field(default=None, ge=0)
+    monthly_usd: FiniteFloat | None = Field(default=None, ge=0)
 
 
 class Pricing(BaseModel):

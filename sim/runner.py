@@ -32,6 +32,7 @@ from .metrics import (
 from .model import recorder as rc
 from .model.engine import TierResult, TierRun
 from .pricing import default_pricing_table, flatten
+from .redact import secret_kind
 from .scenario import LoadedScenario
 from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from .tiers import Tier
@@ -127,6 +128,7 @@ def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
         seed=sc.seed,
         start=sc.start.isoformat().replace("+00:00", "Z"),
         duration_s=sc.duration_s,
+        pseudonym_secret=secret_kind(),
         limiter=sc.limiter.model_dump(),
         slo=SloSummary(**sc.slo.model_dump()),
         recommended=recommend(tiers),

@@ -65,22 +65,26 @@ def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedSce
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(err))
         raise CapsimError(f"not valid TOML: {msg}", file=label,
                           line=int(match.group(1)) if match else None) from None
-    for item in overrides:
-        apply_override(raw, item)
-    return validate(raw, label, key_lines(text))
+    overridden = [apply_override(raw, item) for item in overrides]
+    return validate(raw, label, key_lines(text), overridden)
 
 
-def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None) -> LoadedScenario:
-    """Validate a raw table into a :class:`LoadedScenario`."""
-    lines = lines or {}
+def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None,
+             overridden: list[tuple] = ()) -> LoadedScenario:
+    """Validate a raw table into a :class:`LoadedScenario`.
+
+    ``overridden`` lists the key paths set by ``--set``: an error in one of them names
+    the ``--set`` option and the key path, not the file's line.
+    """
+    where = _Where(label, lines or {}, tuple(overridden))
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as err:
-        raise _render(err, raw, label, lines, Scenario) from None
+        raise _render(err, raw, where, Scenario) from None
     try:
         pricing = Pricing.model_validate(deep_merge(default_pricing_table(), scenario.pricing))
     except ValidationError as err:
-        raise _render(err, raw.get("pricing", {}), label, lines, Pricing, prefix=("pricing",)) from None
+        raise _render(err, raw.get("pricing", {}), where, Pricing, prefix=("pricing",)) from None
     for name in scenario.sizing_profiles_used():
         if name not in pricing.sizing.profile_gas_cap:
             known = sorted(pricing.sizing.profile_gas_cap)
@@ -96,8 +100,10 @@ def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = N
             try:
                 tiers.append(find_tier(name, catalog))
             except CapsimError as err:
-                raise CapsimError(err.message, file=label, line=_line(lines, ("tiers",)),
-                                  field=f"tiers[{i}]") from None
+                message = err.message
+                if where.override_of(("tiers", i)) is not None:  # never echo a --set value
+                    message = message.replace(f"unknown tier {name!r}", "unknown tier")
+                raise where.error(message, ("tiers", i)) from None
     else:
         tiers = list(catalog)
     if custom:
@@ -110,14 +116,22 @@ def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = N
 
 # -- --set overrides ------------------------------------------------------------------
 
-def apply_override(raw: dict[str, Any], item: str) -> None:
-    """Apply ``key.path=value`` (value parsed as TOML, else taken as a string) to ``raw``."""
+def apply_override(raw: dict[str, Any], item: str) -> tuple[str | int, ...]:
+    """Apply ``key.path=value`` (value parsed as TOML, else taken as a string) to ``raw``.
+
+    Returns the key path. Messages name the ``--set`` option and the key path, never the
+    value (it may be an API key).
+    """
     if "=" not in item:
-        raise CapsimError("expected KEY.PATH=VALUE", field=f"--set {item.split('=')[0]}")
+        shown = _known_prefix(item)
+        raise CapsimError("expected KEY.PATH=VALUE ('=' missing; the rest is not shown, it "
+                          "may hold a value)", field=f"--set {shown}" if shown else "--set")
     path_text, value_text = item.split("=", 1)
     path = parse_path(path_text.strip())
-    if not path:
-        raise CapsimError("expected KEY.PATH=VALUE", field="--set")
+    if not path or not _PATH_RE.fullmatch(path_text.strip()):
+        raise CapsimError("expected KEY.PATH=VALUE with a key path such as "
+                          "sources[0].arrival.rate (the text is not shown)", field="--set")
+    path_text = _fmt(path)
     try:
         value = tomllib.loads(f"v = {value_text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -142,6 +156,25 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         node[last] = value
     else:
         raise CapsimError("not a table", field=f"--set {path_text}")
+    return path
+
+
+_PATH_RE = re.compile(r'(?:[A-Za-z0-9_-]+|"[^"]*")(?:\[\d+\]|\.(?:[A-Za-z0-9_-]+|"[^"]*"))*')
+
+
+def _known_prefix(item: str) -> str | None:
+    """The key path at the start of a malformed ``--set`` item, when it is a path of the
+    scenario format followed by something else (so that it cannot be the value)."""
+    match = _PATH_RE.match(item.strip())
+    if not match or match.end() == len(item.strip()):
+        return None
+    path = parse_path(match.group(0))
+    tp: Any = Scenario
+    for seg in path:
+        tp = _step(tp, seg, None)
+        if tp is None:
+            return None
+    return _fmt(path)
 
 
 def parse_path(text: str) -> tuple[str | int, ...]:
@@ -159,10 +192,75 @@ def parse_path(text: str) -> tuple[str | int, ...]:
 
 # -- error rendering ------------------------------------------------------------------
 
-def _render(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
-            model: type[BaseModel], prefix: tuple = ()) -> CapsimError:
+@dataclass(frozen=True)
+class _Where:
+    """Where a key path's value came from: the file (with its line) or a ``--set``."""
+
+    label: str
+    lines: dict[tuple, int]
+    overridden: tuple[tuple, ...]
+
+    def override_of(self, path: tuple) -> tuple | None:
+        """The ``--set`` path whose value holds ``path`` (the path itself or a parent)."""
+        for set_path in reversed(self.overridden):  # the last --set of a key wins
+            if set_path and path[:len(set_path)] == set_path:
+                return set_path
+        return None
+
+    def field(self, path: tuple) -> str:
+        """The key path, prefixed by the ``--set`` option when the value came from one."""
+        set_path = self.override_of(path)
+        if set_path is None:
+            inside = [s for s in self.overridden if len(s) > len(path) and s[:len(path)] == path]
+            sets = ", ".join(dict.fromkeys(f"--set {_fmt(s)}" for s in inside))
+            changed = f" (as changed by {sets})" if inside and path else ""
+            return _fmt(path) + changed
+        inner = f": {_fmt(path)}" if len(path) > len(set_path) else ""
+        return f"--set {_fmt(set_path)}{inner}"
+
+    def line(self, path: tuple) -> int | None:
+        """The file's line for ``path``; none for a value that came from ``--set``."""
+        return None if self.override_of(path) is not None else _line(self.lines, path)
+
+    def error(self, message: str, path: tuple) -> CapsimError:
+        """A one-line error about ``path``."""
+        if self.override_of(path) is not None:
+            return CapsimError(message, field=self.field(path))
+        return CapsimError(message, file=self.label, line=self.line(path), field=self.field(path))
+
+
+_TYPE_WORDS = {bool: "a boolean", str: "a string", int: "an integer", float: "a number",
+               list: "a list", dict: "a table"}
+
+
+def _type_message(e: dict, node: Any) -> str | None:
+    """``expected a number, not a boolean`` (the type of the value, never the value)."""
+    expected = {"float_type": "a number", "int_type": "an integer", "bool_type": "true or false",
+                "int_from_float": "an integer", "finite_number": "a finite number",
+                "string_type": "a string"}.get(e["type"])
+    if expected is None:
+        return None
+    given = _TYPE_WORDS.get(type(node))
+    if e["type"] == "finite_number" or given is None:
+        return f"expected {expected}"
+    return f"expected {expected}, not {given}"
+
+
+def _value_at(raw: Any, path: tuple) -> Any:
+    node = raw
+    for seg in path:
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _render(err: ValidationError, raw: Any, where: _Where, model: type[BaseModel],
+            prefix: tuple = ()) -> CapsimError:
     messages = []
     first_line = first_field = None
+    from_set = None
     errors = err.errors(include_input=False, include_url=False)
     # An unknown key usually explains a "field required" beside it (a typo): name it first.
     errors.sort(key=lambda e: e["type"] != "extra_forbidden")
@@ -176,28 +274,33 @@ def _render(err: ValidationError, raw: Any, label: str, lines: dict[tuple, int],
             msg = f"unknown key {path[-1]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
             if allowed:
                 msg += f" (expected one of: {', '.join(allowed)})"
-            field = _fmt(full)
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
             inner = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", msg)
             if inner and not full:
-                field, msg = inner.group(1), inner.group(2)
-                full = parse_path(field)
-            else:
-                field = _fmt(full)
+                msg = inner.group(2)
+                full = parse_path(inner.group(1))
+        elif e["type"] == "union_tag_invalid":  # pydantic's message quotes the value
+            tags = e["ctx"]["expected_tags"]
+            msg = f"expected {e['ctx']['discriminator']} to be one of: {tags}"
         else:
-            field = _fmt(full)
-            msg = "expected " + msg[0].lower() + msg[1:] if msg.startswith("Input should") \
-                else msg[0].lower() + msg[1:]
+            typed = _type_message(e, _value_at(raw, path))
+            msg = typed or ("expected " + msg[0].lower() + msg[1:] if msg.startswith("Input should")
+                            else msg[0].lower() + msg[1:])
             msg = msg.replace("expected input should be", "expected")
-        line = _line(lines, full)
-        first_line, first_field = first_line or line, first_field or field
-        where = f"line {line}: " if line and len(messages) else ""
-        messages.append(f"{where}{field + ': ' if field and len(messages) else ''}{msg}")
+        field = where.field(full) if full else ""
+        line = where.line(full)
+        if not messages:
+            first_line, first_field = line, field
+            from_set = where.override_of(full) is not None
+        at = f"line {line}: " if line and len(messages) else ""
+        messages.append(f"{at}{field + ': ' if field and len(messages) else ''}{msg}")
     text = messages[0]
     if len(messages) > 1:
         text += "".join(f"\n  also {m}" for m in messages[1:10])
-    return CapsimError(text, file=label, line=first_line, field=first_field or None)
+    if from_set:
+        return CapsimError(text, field=first_field)
+    return CapsimError(text, file=where.label, line=first_line, field=first_field or None)
 
 
 def _real_path(raw: Any, loc: tuple) -> tuple:

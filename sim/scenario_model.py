@@ -8,6 +8,7 @@ file, line, key path and expectation. Units: times in seconds unless a field say
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Literal
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .model.ws_config import StreamClient, WebsocketSettings
+from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 from .tiers import APIS
 from .vocabulary import SIZE_METHOD
 from .workload.arrivals import ArrivalProcess
@@ -26,14 +28,19 @@ RETRYABLE_DEFAULT = ("434", "-32005", "430", "435", "ws_cu_rejected")
 
 
 class Strict(BaseModel):
-    """Base: frozen, unknown keys are errors."""
+    """Base: frozen, unknown keys are errors, numbers are finite numbers (never booleans)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = STRICT_CONFIG
 
 
 def parse_duration(value: float | int | str) -> float:
     """Seconds from a number or a string such as ``"90s"``, ``"15m"``, ``"1h"``, ``"2d"``."""
+    if isinstance(value, bool):
+        raise ValueError("expected seconds or a duration such as '90s', '15m', '1h', '2d', "
+                         "not a boolean")
     if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError("expected a finite number of seconds")
         return float(value)
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|d)?\s*", str(value))
     if not match:
@@ -46,7 +53,7 @@ class Region(Strict):
     """A regional hostname with its own round-trip time."""
 
     name: str = Field(min_length=1)
-    rtt_ms: float = Field(default=20.0, ge=0)
+    rtt_ms: FiniteFloat = Field(default=20.0, ge=0)
 
 
 class CustomTier(Strict):
@@ -54,10 +61,10 @@ class CustomTier(Strict):
 
     name: str = Field(min_length=1)
     apis: list[Literal["rpc", "search", "streams"]] = Field(default_factory=lambda: list(APIS))
-    cu_per_window: float = Field(gt=0)
-    ws_cap: int = Field(default=0, ge=0)
-    daily_allowance_cu: float | None = Field(default=None, ge=0)
-    monthly_usd: float | None = Field(default=None, ge=0)
+    cu_per_window: FiniteFloat = Field(gt=0)
+    ws_cap: StrictInt = Field(default=0, ge=0)
+    daily_allowance_cu: FiniteFloat | None = Field(default=None, ge=0)
+    monthly_usd: FiniteFloat | None = Field(default=None, ge=0)
 
 
 class Account(Strict):
@@ -77,13 +84,13 @@ class RetryPolicy(Strict):
     """
 
     policy: Literal["none", "fixed", "exponential", "retry-after"] = "retry-after"
-    max_attempts: int = Field(default=4, ge=1, le=100)
-    delay_s: float = Field(default=1.0, ge=0)
-    base_s: float = Field(default=0.5, ge=0)
-    cap_s: float = Field(default=30.0, ge=0)
-    jitter_s: float = Field(default=0.5, ge=0)
-    budget_ratio: float | None = Field(default=None, ge=0)
-    budget_min_retries: int = Field(default=10, ge=0)
+    max_attempts: StrictInt = Field(default=4, ge=1, le=100)
+    delay_s: FiniteFloat = Field(default=1.0, ge=0)
+    base_s: FiniteFloat = Field(default=0.5, ge=0)
+    cap_s: FiniteFloat = Field(default=30.0, ge=0)
+    jitter_s: FiniteFloat = Field(default=0.5, ge=0)
+    budget_ratio: FiniteFloat | None = Field(default=None, ge=0)
+    budget_min_retries: StrictInt = Field(default=10, ge=0)
     retry_on: list[str] = Field(default_factory=lambda: list(RETRYABLE_DEFAULT))
 
 
@@ -94,18 +101,18 @@ class HttpSettings(Strict):
     HTTP/2 settings exchange); ``reuse = false`` opens a connection per request.
     """
 
-    max_streams_per_conn: int = Field(default=32, ge=1)
-    max_connections: int = Field(default=16, ge=1)
-    connect_rtts: float = Field(default=2.0, ge=0)
-    idle_timeout_s: float = Field(default=60.0, ge=0)
-    reuse: bool = True
+    max_streams_per_conn: StrictInt = Field(default=32, ge=1)
+    max_connections: StrictInt = Field(default=16, ge=1)
+    connect_rtts: FiniteFloat = Field(default=2.0, ge=0)
+    idle_timeout_s: FiniteFloat = Field(default=60.0, ge=0)
+    reuse: StrictBool = True
 
 
 class Pacing(Strict):
     """Optional client-side pacing: a token bucket in CU per second (per source)."""
 
-    rate_cu_per_s: float = Field(gt=0)
-    burst_cu: float = Field(default=0.0, ge=0)
+    rate_cu_per_s: FiniteFloat = Field(gt=0)
+    burst_cu: FiniteFloat = Field(default=0.0, ge=0)
 
 
 class Client(Strict):
@@ -113,7 +120,7 @@ class Client(Strict):
 
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     http_version: Literal["2", "1.1"] = "2"
-    sni: bool = True
+    sni: StrictBool = True
     http: HttpSettings = Field(default_factory=HttpSettings)
     pacing: Pacing | None = None
 
@@ -121,14 +128,14 @@ class Client(Strict):
 class AccountHttpLimits(Strict):
     """The service's per-account connection limits (spec 8.4.3, 8.4.4)."""
 
-    max_active_connections: int = Field(default=128, ge=1)
-    max_new_connections_per_s: int = Field(default=32, ge=1)
+    max_active_connections: StrictInt = Field(default=128, ge=1)
+    max_new_connections_per_s: StrictInt = Field(default=32, ge=1)
 
 
 class Workers(Strict):
     """A closed loop: ``count`` workers, each sending one request, waiting, thinking."""
 
-    count: int = Field(ge=1, le=100_000)
+    count: StrictInt = Field(ge=1, le=100_000)
     think: Distribution = Field(default_factory=lambda: LogNormal(median=1.0, sigma=0.5))
 
 
@@ -136,7 +143,7 @@ class Sizing(Strict):
     """What a ``POST /v1/size`` request of a source carries."""
 
     items: Distribution = Field(default_factory=lambda: IntUniform(low=1, high=5))
-    profiles: dict[str, float] = Field(default_factory=lambda: {"standard": 1.0})
+    profiles: dict[str, FiniteFloat] = Field(default_factory=lambda: {"standard": 1.0})
     gas_used: Distribution = Field(default_factory=lambda: Beta(a=2.0, b=3.0))
 
     @field_validator("profiles")
@@ -148,11 +155,21 @@ class Sizing(Strict):
 class Replay(Strict):
     """How a recorded trace is replayed (see the README's trace section)."""
 
-    speed: float = Field(default=1.0, gt=0)
-    load_multiplier: float = Field(default=1.0, gt=0)
-    phase_shift_s: float = 0.0
-    time_range_s: tuple[float, float] | None = None
-    drop_recorded_retries: bool = True
+    speed: FiniteFloat = Field(default=1.0, gt=0)
+    load_multiplier: FiniteFloat = Field(default=1.0, gt=0)
+    phase_shift_s: FiniteFloat = 0.0
+    time_range_s: tuple[FiniteFloat, FiniteFloat] | None = None
+    drop_recorded_retries: StrictBool = True
+    # recorded JSON-RPC method -> scenario method; "*" maps every other recorded method
+    method_map: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("method_map")
+    @classmethod
+    def _method_map(cls, value: dict[str, str]) -> dict[str, str]:
+        for recorded, target in value.items():
+            if not recorded.strip() or not target.strip():
+                raise ValueError("expected non-empty method names")
+        return value
 
 
 class Source(Strict):
@@ -166,7 +183,7 @@ class Source(Strict):
     workers: Workers | None = None
     trace: str | None = None
     replay: Replay = Field(default_factory=Replay)
-    mix: dict[str, float] = Field(default_factory=lambda: {"svc_call": 1.0})
+    mix: dict[str, FiniteFloat] = Field(default_factory=lambda: {"svc_call": 1.0})
     sizing: Sizing = Field(default_factory=Sizing)
 
     @field_validator("mix")
@@ -208,9 +225,9 @@ class LimiterSettings(Strict):
 class Slo(Strict):
     """The service-level objective a tier must meet to be recommended."""
 
-    max_throttle_rate: float = Field(default=0.01, ge=0, le=1)
-    max_failure_rate: float = Field(default=0.001, ge=0, le=1)
-    p99_latency_ms: float = Field(default=2000.0, gt=0)
+    max_throttle_rate: FiniteFloat = Field(default=0.01, ge=0, le=1)
+    max_failure_rate: FiniteFloat = Field(default=0.001, ge=0, le=1)
+    p99_latency_ms: FiniteFloat = Field(default=2000.0, gt=0)
 
 
 class Scenario(Strict):
@@ -218,9 +235,10 @@ class Scenario(Strict):
 
     name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    seed: int = Field(default=1, ge=0)
+    seed: StrictInt = Field(default=1, ge=0)
     start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
-    duration_s: float = Field(default=3600.0, gt=0, le=366 * 86400, alias="duration")
+    duration_s: FiniteFloat = Field(default=3600.0, gt=0, le=366 * 86400, alias="duration")
+    max_requests: StrictInt | None = Field(default=None, ge=1)
     tiers: list[str] = Field(default_factory=list)
     custom_tiers: list[CustomTier] = Field(default_factory=list)
     account: Account
@@ -235,7 +253,7 @@ class Scenario(Strict):
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(**STRICT_CONFIG, populate_by_name=True)
 
     @field_validator("duration_s", mode="before")
     @classmethod

@@ -178,6 +178,8 @@ class RunSummary(_Frozen):
     seed: int
     start: str
     duration_s: float
+    pseudonym_secret: str | None = None
+    """Which kind of secret keyed the key pseudonyms (never the secret); None: unknown."""
     limiter: dict[str, JsonValue]
     slo: SloSummary
     recommended: Recommendation

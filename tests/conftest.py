@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT.parent / "shared" / "spec" / "service-interface.md"
+_CONFIG_HOME: str | None = None
+
+
+def pytest_configure(config) -> None:
+    """Keep the suite out of the real home: the per-user pseudonym secret (and any other
+    per-user file) goes to a temporary config folder, inherited by subprocesses too."""
+    global _CONFIG_HOME
+    _CONFIG_HOME = tempfile.mkdtemp(prefix="capsim-test-config-")
+    os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME
+
+
+def pytest_unconfigure(config) -> None:
+    if _CONFIG_HOME:
+        shutil.rmtree(_CONFIG_HOME, ignore_errors=True)
 
 
 @pytest.fixture

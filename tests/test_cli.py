@@ -118,7 +118,8 @@ arrival = {{ process = "poisson", {arrival_key} = {rate} }}
 
 @pytest.mark.parametrize("text, field, expected", [
     (_scenario(arrival_key="rat"), "sources[0].arrival.rat", "did you mean 'rate'"),
-    (_scenario(rate='"fast"'), "sources[0].arrival.rate", "expected a valid number"),
+    (_scenario(rate='"fast"'), "sources[0].arrival.rate",
+     "expected a number, not a string"),
     (_scenario(rate="-2"), "sources[0].arrival.rate", "greater than or equal to 0"),
     (_scenario(tiers='["Gold"]'), "tiers[0]", "unknown tier 'Gold'"),
     (_scenario(extra="[limiter]\nalignment = \"sliding\""), "limiter.alignment",

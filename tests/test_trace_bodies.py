@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -78,14 +79,17 @@ def _set(obj, path, value):
 RPC_CASES = [
     ("jsonrpc", Ellipsis, "jsonrpc", "missing"),
     ("jsonrpc", "1.0", "jsonrpc", '"2.0"'),
-    ("id", Ellipsis, "id", "missing"),
-    ("id", SECRET, "id", "number"),
-    ("id", True, "id", "number"),
+    # JSON-RPC 2.0 ids are numbers, strings or null (a missing id is a notification,
+    # see test_jsonrpc_as_clients_send_it); other JSON types are errors
+    ("id", True, "id", "number, a string or null"),
+    ("id", [SECRET], "id", "number, a string or null"),
+    ("id", {"k": SECRET}, "id", "number, a string or null"),
     ("method", Ellipsis, "method", "missing"),
     ("method", 12, "method", "string"),
     ("method", "", "method", "string"),
-    ("params", Ellipsis, "params", "missing"),
-    ("params", {"to": SECRET}, "params", "array"),
+    # params may be missing or an object (JSON-RPC 2.0 by-name); scalars are errors
+    ("params", SECRET, "params", "array or an object"),
+    ("params", 5, "params", "array or an object"),
 ]
 
 
@@ -103,8 +107,7 @@ def test_rpc_envelope_rules(where, value, path, expect):
 def test_rpc_batch_rules():
     with pytest.raises(BodyError, match="non-empty"):
         validate_rpc_payload([])
-    bad = envelope()
-    del bad["params"]
+    bad = envelope(params="latest")
     with pytest.raises(BodyError) as info:
         validate_rpc_payload([envelope(), bad])
     assert info.value.path == "[1].params"
@@ -221,3 +224,36 @@ def test_validators_raise_only_body_errors(value):
             validate(value)
         except BodyError as err:
             assert isinstance(err.expected, str) and err.expected
+
+
+@pytest.mark.parametrize(("over", "deviation", "ident"), [
+    ({"id": "a1"}, "id a string", "a1"),
+    ({"id": None}, "id null", None),
+    ({"id": Ellipsis}, "notification (no id)", None),
+    ({"params": Ellipsis}, "params missing", 7),
+    ({"params": {"to": ADDR}}, "params an object", 7),
+])
+def test_jsonrpc_as_clients_send_it(over, deviation, ident):
+    body = envelope()
+    for k, v in over.items():
+        _set(body, k, v)
+    deviations = Counter()
+    (got,) = validate_rpc_payload(body, deviations)
+    assert deviations == Counter({deviation: 1})
+    assert (got.method, got.id, got.notification) == ("svc_call", ident, "id" not in body)
+
+
+def test_a_batch_mixing_calls_and_notifications_keeps_each_and_counts_deviations():
+    note = envelope(method="eth_subscribe")
+    del note["id"]
+    no_params = envelope(id="x", method="eth_blockNumber")
+    del no_params["params"]
+    deviations = Counter()
+    calls = validate_rpc_payload([envelope(), note, no_params], deviations)
+    assert [(c.method, c.notification) for c in calls] == [
+        ("svc_call", False), ("eth_subscribe", True), ("eth_blockNumber", False)]
+    assert deviations == Counter({"notification (no id)": 1, "id a string": 1,
+                                  "params missing": 1})
+    # a missing params hashes like an empty one (the same request to the server)
+    empty = envelope(id="x", method="eth_blockNumber", params=[])
+    assert validate_rpc_envelope(empty).body_hash == calls[2].body_hash

@@ -14,20 +14,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from ..distributions import Constant, Distribution
+from ..strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 from ..vocabulary import STREAM_API, STREAM_NAMES
 from ..workload.arrivals import ArrivalProcess
 
 StreamName = Literal[STREAM_NAMES]  # type: ignore[valid-type]
 """The three Streams API paths and the Search API's monitoring websocket."""
 
-_NonNegative = Annotated[float, Field(ge=0)]
+_NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = STRICT_CONFIG
 
 
 class ReconnectPolicy(_Strict):
@@ -42,11 +43,11 @@ class ReconnectPolicy(_Strict):
     """
 
     policy: Literal["immediate", "fixed", "exponential", "retry-after"] = "retry-after"
-    delay_s: float = Field(default=1.0, ge=0)
-    base_s: float = Field(default=1.0, ge=0)
-    cap_s: float = Field(default=60.0, ge=0)
-    jitter_s: float = Field(default=1.0, ge=0)
-    max_attempts: int | None = Field(default=None, ge=1)
+    delay_s: FiniteFloat = Field(default=1.0, ge=0)
+    base_s: FiniteFloat = Field(default=1.0, ge=0)
+    cap_s: FiniteFloat = Field(default=60.0, ge=0)
+    jitter_s: FiniteFloat = Field(default=1.0, ge=0)
+    max_attempts: StrictInt | None = Field(default=None, ge=1)
 
 
 class Faults(_Strict):
@@ -59,8 +60,8 @@ class Faults(_Strict):
     once), else unclean (slot stale for ``[ws] stale_expiry_s``).
     """
 
-    mean_time_between_drops_s: float | None = Field(default=None, gt=0)
-    clean_close_fraction: float = Field(default=0.0, ge=0, le=1)
+    mean_time_between_drops_s: FiniteFloat | None = Field(default=None, gt=0)
+    clean_close_fraction: FiniteFloat = Field(default=0.0, ge=0, le=1)
     drop_all_at_s: tuple[_NonNegative, ...] = ()
 
 
@@ -81,7 +82,7 @@ class StreamClient(_Strict):
     key: str = Field(min_length=1)
     region: str | None = None
     stream: StreamName
-    connections: int = Field(default=1, ge=1, le=100_000)
+    connections: StrictInt = Field(default=1, ge=1, le=100_000)
     session: Distribution | None = None
     gap: Distribution = Field(default_factory=lambda: Constant(value=0.0))
     arrival: ArrivalProcess | None = None
@@ -116,8 +117,8 @@ class StreamClient(_Strict):
 class ExpiryRange(_Strict):
     """A stale-slot lifetime drawn uniformly from ``[low, high]`` per unclean disconnect."""
 
-    low: float = Field(ge=0)
-    high: float = Field(ge=0)
+    low: FiniteFloat = Field(ge=0)
+    high: FiniteFloat = Field(ge=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> ExpiryRange:
@@ -139,11 +140,11 @@ class StreamSource(_Strict):
 
     stream: StreamName
     kind: Literal["block", "poisson"]
-    rate: float = Field(default=0.0, ge=0)
-    slot_s: float = Field(default=12.0, gt=0)
-    miss_probability: float = Field(default=0.0, ge=0, le=1)
+    rate: FiniteFloat = Field(default=0.0, ge=0)
+    slot_s: FiniteFloat = Field(default=12.0, gt=0)
+    miss_probability: FiniteFloat = Field(default=0.0, ge=0, le=1)
     hourly_weights: tuple[_NonNegative, ...] | None = None
-    billed: bool = True
+    billed: StrictBool = True
 
     @property
     def mean_rate(self) -> float:
@@ -169,17 +170,17 @@ class WebsocketSettings(_Strict):
     """
 
     stale_expiry_s: _NonNegative | ExpiryRange = 30.0
-    retry_after_live_s: float = Field(default=30.0, gt=0)
+    retry_after_live_s: FiniteFloat = Field(default=30.0, gt=0)
     on_exhausted: Literal["close", "drop"] = "close"
-    min_retry_s: float = Field(default=0.1, gt=0)
-    new_blocks_slot_s: float = Field(default=12.0, gt=0)
-    new_blocks_miss_probability: float = Field(default=0.0, ge=0, le=1)
-    pending_txs_rate: float = Field(default=20.0, ge=0)
-    pending_logs_rate: float = Field(default=5.0, ge=0)
-    monitoring_rate: float = Field(default=0.2, ge=0)
+    min_retry_s: FiniteFloat = Field(default=0.1, gt=0)
+    new_blocks_slot_s: FiniteFloat = Field(default=12.0, gt=0)
+    new_blocks_miss_probability: FiniteFloat = Field(default=0.0, ge=0, le=1)
+    pending_txs_rate: FiniteFloat = Field(default=20.0, ge=0)
+    pending_logs_rate: FiniteFloat = Field(default=5.0, ge=0)
+    monitoring_rate: FiniteFloat = Field(default=0.2, ge=0)
     daily_profile: tuple[_NonNegative, ...] | None = Field(default=None, min_length=24,
                                                            max_length=24)
-    monitoring_billed: bool = False
+    monitoring_billed: StrictBool = False
 
     @model_validator(mode="after")
     def _profile(self) -> WebsocketSettings:

@@ -11,6 +11,11 @@ def _fmt(x, nd=1) -> str:
     return f"{x:,}" if isinstance(x, int) else str(x)
 
 
+def _val(x) -> str:
+    """A value as written (full precision), or "–" when missing."""
+    return "–" if x is None else str(x)
+
+
 def tier_table(tiers: list[dict]) -> list[str]:
     """The per-tier table (Markdown rows), also printed by the CLI."""
     rows = ["| tier | CU/12s | $/month | requests | attempts | throttle rate | phantom | "
@@ -23,8 +28,52 @@ def tier_table(tiers: list[dict]) -> list[str]:
             f"{_fmt(t['requests'])} | {_fmt(t['attempts'])} | {t['throttle_rate']:.2%} | "
             f"{_fmt(t['phantom_throttles'])} | {t['failure_rate']:.2%} | {_fmt(lat['p50'])} | "
             f"{_fmt(lat['p99'])} | {_fmt(t['cu']['peak_window_reserved'], 0)} | "
-            f"{_fmt(t['cu']['peak_window_settled'], 0)} | {'meets' if t['meets_slo'] else 'fails'} |")
+            f"{_fmt(t['cu']['peak_window_settled'], 0)} | "
+            f"{'meets' if t['meets_slo'] else 'fails'} |")
     return rows
+
+
+COST_NOTE = (
+    "CU columns: *reserved* and *settled* sum the attempts of `requests.parquet` (HTTP "
+    "requests and websocket handshakes): what the 12-second window admitted, and what those "
+    "attempts finally cost. *Publish* is the CU of events published on open websocket "
+    "streams; each is charged when published (reserved = settled), so it counts in the "
+    "windows but has no row in `requests.parquet`. *Charged* = settled + publish: every CU "
+    "billed in the run. The daily allowance counts the same CU per UTC day, so for a run "
+    "within one UTC day *used (max day)* equals *charged*.")
+
+
+def cost_table(tiers: list[dict]) -> list[str]:
+    """CU per tier, with the column that each kind of CU goes in named in the header."""
+    rows = ["| tier | CU reserved (requests + handshakes) | CU settled (requests + handshakes) "
+            "| CU publish (stream events) | CU charged (settled + publish) | daily allowance "
+            "| used (max day) | ran out at |",
+            "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for t in tiers:
+        d, cu = t["daily_allowance"], t["cu"]
+        publish = (t.get("websockets") or {}).get("cu_publish", 0.0)
+        rows.append(f"| {t['tier']} | {_fmt(cu['reserved'], 0)} | {_fmt(cu['settled'], 0)} | "
+                    f"{_fmt(publish, 0)} | {_fmt(cu['settled'] + publish, 0)} | "
+                    f"{_fmt(d['allowance_cu'], 0)} | {_fmt(d['used_cu'], 0)} | "
+                    f"{_val(d['ran_out_at'])} |")
+    return rows
+
+
+def connections_table(tiers: list[dict]) -> list[str]:
+    """HTTP/2 connection figures per tier, or one row when every tier shows the same figures."""
+    rows = ["| tier | opened | peak active | 430 | 421 | attempts that waited for a stream | "
+            "mean wait ms | p99 wait ms |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    cells = []
+    for t in tiers:
+        c = t["connections"]
+        w = c["stream_wait_ms"]
+        cells.append(f"{_fmt(c['opened'])} | {_fmt(c['peak_active'])} | "
+                     f"{_fmt(c['refused_430'])} | {_fmt(c['refused_421'])} | "
+                     f"{_fmt(c['attempts_waiting_for_stream'])} | {_fmt(w['mean'], 2)} | "
+                     f"{_fmt(w['p99'], 2)} |")
+    if len(tiers) > 1 and len(set(cells)) == 1:
+        return [*rows, f"| all {len(tiers)} tiers (identical) | {cells[0]}"]
+    return rows + [f"| {t['tier']} | {row}" for t, row in zip(tiers, cells, strict=True)]
 
 
 def render(summary: dict, plots: list[str]) -> str:
@@ -36,17 +85,20 @@ def render(summary: dict, plots: list[str]) -> str:
         "",
         summary["description"] or "",
         "",
-        f"- scenario file: `{summary['scenario_file']}`",
-        f"- simulated: {summary['start']} for {summary['duration_s']:,.0f} s, seed {summary['seed']}",
+        f"- scenario file: `{_val(summary['scenario_file'])}`",
+        f"- simulated: {summary['start']} for {summary['duration_s']:,.0f} s, "
+        f"seed {summary['seed']}",
         f"- limiter: windows aligned `{summary['limiter']['alignment']}`, refunds to "
         f"`{summary['limiter']['refund_to']}`",
         f"- SLO: throttle rate ≤ {slo['max_throttle_rate']:.2%}, failure rate ≤ "
         f"{slo['max_failure_rate']:.2%}, p99 latency ≤ {slo['p99_latency_ms']:,.0f} ms",
         f"- capsim {summary['capsim_version']}",
+        f"- API keys shown as pseudonyms (HMAC-SHA256; secret: "
+        f"{summary.get('pseudonym_secret') or 'unknown'})",
         "",
         "## Recommendation",
         "",
-        f"**{rec['tier']}** — {rec['reason']}." if rec["tier"] else f"**None** — {rec['reason']}.",
+        f"**{rec['tier'] or 'No tier'}** — {rec['reason']}.",
         "",
         "## Tiers",
         "",
@@ -65,23 +117,8 @@ def render(summary: dict, plots: list[str]) -> str:
     lines.append("|---|" + "---:|" * len(names))
     for t in summary["tiers"]:
         lines.append(f"| {t['tier']} | " + " | ".join(_fmt(t["outcomes"][n]) for n in names) + " |")
-    lines += ["", "## Cost and allowance", "",
-              "| tier | CU reserved | CU settled | daily allowance | used (max day) | ran out at |",
-              "|---|---:|---:|---:|---:|---|"]
-    for t in summary["tiers"]:
-        d = t["daily_allowance"]
-        lines.append(f"| {t['tier']} | {_fmt(t['cu']['reserved'], 0)} | {_fmt(t['cu']['settled'], 0)} | "
-                     f"{_fmt(d['allowance_cu'], 0)} | {_fmt(d['used_cu'], 0)} | {d['ran_out_at'] or '–'} |")
-    lines += ["", "## HTTP/2 connections", "",
-              "| tier | opened | peak active | 430 | 421 | attempts that waited for a stream | "
-              "mean wait ms | p99 wait ms |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for t in summary["tiers"]:
-        c = t["connections"]
-        w = c["stream_wait_ms"]
-        lines.append(f"| {t['tier']} | {_fmt(c['opened'])} | {_fmt(c['peak_active'])} | "
-                     f"{_fmt(c['refused_430'])} | {_fmt(c['refused_421'])} | "
-                     f"{_fmt(c['attempts_waiting_for_stream'])} | {_fmt(w['mean'], 2)} | "
-                     f"{_fmt(w['p99'], 2)} |")
+    lines += ["", "## Cost and allowance", "", *cost_table(summary["tiers"]), "", COST_NOTE,
+              "", "## HTTP/2 connections", "", *connections_table(summary["tiers"])]
     if any(t.get("websockets") for t in summary["tiers"]):
         lines += ["", "## Websockets", "",
                   "| tier | cap | handshakes ok | 435 | ws_cu_rejected | 401 | 402 | connected | "
@@ -91,7 +128,7 @@ def render(summary: dict, plots: list[str]) -> str:
             w = t["websockets"]
             h = w["handshakes"]
             lines.append(
-                f"| {t['tier']} | {t['ws_cap']} | {_fmt(h['ok'])} | {_fmt(h['435'])} | "
+                f"| {t['tier']} | {_val(t['ws_cap'])} | {_fmt(h['ok'])} | {_fmt(h['435'])} | "
                 f"{_fmt(h['ws_cu_rejected'])} | {_fmt(h['401'])} | {_fmt(h['402'])} | "
                 f"{w['connected_fraction']:.1%} | {_fmt(w['events_delivered'])} | "
                 f"{_fmt(w['events_lost'])} | {_fmt(w['cu_connect'], 0)} | "
@@ -106,7 +143,7 @@ def render(summary: dict, plots: list[str]) -> str:
     lines += [f"- {a}" for a in summary["assumptions"]["model"]]
     lines += ["", "Pricing (not shown by the spec; replace with your contract's numbers):", "",
               "| setting | value | from |", "|---|---:|---|"]
-    lines += [f"| `{p['name']}` | {p['value']} | {p['source']} |"
+    lines += [f"| `{p['name']}` | {_val(p['value'])} | {_val(p['source'])} |"
               for p in summary["assumptions"]["pricing"]]
     if summary["notes"]:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in summary["notes"]]

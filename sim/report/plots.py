@@ -1,6 +1,17 @@
-"""Plots of a run, drawn with matplotlib's explicit API (every function takes an ``ax``).
+"""Plots of a run, drawn with matplotlib's explicit API.
 
-PNGs are written without the software/version metadata, so reruns are byte-stable.
+Each ``*_panel`` / axes function draws one tier (or one comparison) into an ``ax``; each
+``*_figure`` function returns a whole :class:`~matplotlib.figure.Figure`, so tests can
+read legends, colours and limits off the objects. :func:`write_all` saves them.
+
+Rules every figure keeps, so a plot never says more or less than the data:
+
+* an outcome has one colour everywhere (:data:`OUTCOME_COLOURS`), and a figure's legend
+  lists every label drawn in any of its panels;
+* marks (throttles, refused handshakes) sit in a strip above the data, never on it;
+* time axes end at the run's end: a 12-second window cut by it is not drawn, and the
+  last, shorter minute of a histogram is scaled to a rate;
+* PNGs are written without software/version metadata, so reruns are byte-stable.
 """
 
 from __future__ import annotations
@@ -14,155 +25,334 @@ matplotlib.use("Agg")  # reports are files; never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from ..tiers import WINDOW_S  # noqa: E402
 
 _PNG_META = {"Software": None}
 
+#: One colour per outcome, the same in every panel and every figure.
+OUTCOME_COLOURS = {
+    "ok": "tab:green",
+    "434": "tab:red",
+    "-32005": "tab:orange",
+    "402": "tab:brown",
+    "401": "tab:pink",
+    "oversized": "tab:olive",
+    "421": "tab:gray",
+    "430": "tab:blue",
+    "435": "tab:cyan",
+    "ws_cu_rejected": "tab:purple",
+}
+_UNKNOWN = "black"
 
-def cu_per_window(ax, windows: pd.DataFrame, tier: str) -> None:
-    """Reserved and settled CU per 12-s window, the limit, and windows with throttles."""
-    w = windows[windows["tier"] == tier]
-    minutes = w["start_s"].to_numpy() / 60.0
-    ax.step(minutes, w["reserved_cu"], where="post", lw=0.8, label="reserved", color="tab:orange")
-    ax.step(minutes, w["settled_cu"], where="post", lw=0.8, label="settled", color="tab:blue")
-    limit = float(w["limit_cu"].iloc[0]) if len(w) else 0.0
-    ax.axhline(limit, color="black", lw=1.0, ls="--", label="limit")
-    hit = w["throttled"].to_numpy() > 0
-    if hit.any():
-        ax.plot(minutes[hit], np.full(hit.sum(), limit), "|", color="tab:red", ms=8,
-                label="throttles")
-    ax.set_title(tier, fontsize=9)
+#: Marks live in this band of the axes (axes fraction); data is kept below ``_DATA_TOP``.
+_STRIP = (0.92, 0.98)
+_DATA_TOP = 0.88
+
+
+def _strip(ax, x: np.ndarray, colour: str, label: str) -> None:
+    """A rug of short vertical marks at ``x`` in the strip above the data."""
+    if len(x) == 0:
+        return
+    ax.vlines(x, *_STRIP, transform=ax.get_xaxis_transform(), colors=colour, lw=0.6,
+              label=label)
+
+
+def _headroom(ax, top: float) -> None:
+    """Y from 0 to a top that keeps every value below the mark strip."""
+    ax.set_ylim(0.0, max(top, 1e-9) / _DATA_TOP)
+
+
+def _style(ax, title: str, ylabel: str) -> None:
+    ax.set_title(title, fontsize=9)
     ax.set_xlabel("simulated minutes", fontsize=8)
-    ax.set_ylabel("CU / 12 s", fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
     ax.tick_params(labelsize=7)
 
 
-def outcomes_over_time(ax, attempts: pd.DataFrame, tier: str, bin_s: float = 60.0) -> None:
-    """Attempts per minute by outcome (stacked)."""
-    a = attempts[attempts["tier"] == tier]
-    if a.empty:
+def full_windows(windows: pd.DataFrame, duration_s: float) -> pd.DataFrame:
+    """The windows that lie wholly inside the run (a window cut by its end is partial)."""
+    return windows[windows["start_s"] + WINDOW_S <= duration_s + 1e-9]
+
+
+def cu_per_window(ax, windows: pd.DataFrame, tier: str, duration_s: float) -> None:
+    """Reserved and settled CU per full 12-s window, the limit, and windows with throttles."""
+    w = full_windows(windows[windows["tier"] == tier], duration_s)
+    if w.empty:
+        _style(ax, tier, "CU / 12 s")
         return
-    end = max(float(a["t_send_s"].max()), bin_s)
-    edges = np.arange(0.0, end + bin_s, bin_s)
+    edges = np.append(w["start_s"].to_numpy(), w["start_s"].iloc[-1] + WINDOW_S) / 60.0
+    limit = float(w["limit_cu"].iloc[0])
+    ax.axhline(limit, color="black", lw=1.0, ls="--", label="limit", zorder=1)
+    ax.stairs(w["reserved_cu"].to_numpy(), edges, baseline=None, lw=0.9, label="reserved",
+              color="tab:orange", zorder=2)
+    ax.stairs(w["settled_cu"].to_numpy(), edges, baseline=None, lw=0.9, label="settled",
+              color="tab:blue", zorder=3)
+    hit = w["throttled"].to_numpy() > 0
+    _strip(ax, (edges[:-1][hit] + edges[1:][hit]) / 2, "tab:red", "window with throttles")
+    _headroom(ax, max(limit, float(w["reserved_cu"].max()), float(w["settled_cu"].max())))
+    ax.set_xlim(0.0, duration_s / 60.0)
+    _style(ax, tier, "CU / 12 s")
+
+
+def outcomes_over_time(ax, attempts: pd.DataFrame, tier: str, duration_s: float,
+                       bin_s: float = 60.0) -> None:
+    """Attempts per minute by outcome, stacked, one fixed colour per outcome."""
+    a = attempts[attempts["tier"] == tier]
+    end = max(float(a["t_send_s"].max()) if len(a) else 0.0, duration_s, bin_s)
+    edges = np.arange(0.0, end, bin_s)
+    edges = np.append(edges, end)
+    per_min = 60.0 / np.diff(edges)  # the last bin may be shorter: count it as a rate
     bottom = np.zeros(len(edges) - 1)
     for outcome in a["outcome"].cat.categories:
         t = a.loc[a["outcome"] == outcome, "t_send_s"].to_numpy()
         if len(t) == 0:
             continue
-        counts, _ = np.histogram(t, edges)
-        ax.bar(edges[:-1] / 60.0, counts, width=bin_s / 60.0, bottom=bottom, align="edge",
-               label=outcome, lw=0)
-        bottom += counts
-    ax.set_title(tier, fontsize=9)
-    ax.set_xlabel("simulated minutes", fontsize=8)
-    ax.set_ylabel("attempts / min", fontsize=8)
-    ax.tick_params(labelsize=7)
+        rate = np.histogram(t, edges)[0] * per_min
+        ax.bar(edges[:-1] / 60.0, rate, width=np.diff(edges) / 60.0, bottom=bottom,
+               align="edge", label=outcome, lw=0, color=OUTCOME_COLOURS.get(outcome, _UNKNOWN))
+        bottom += rate
+    ax.set_xlim(0.0, end / 60.0)
+    _style(ax, tier, "attempts / min")
 
 
-def websocket_slots(ax, slots: pd.DataFrame, attempts: pd.DataFrame, tier: str) -> None:
-    """Live and stale websocket slots against the cap; refused handshakes marked."""
+def websocket_slots(ax, slots: pd.DataFrame, attempts: pd.DataFrame, tier: str,
+                    duration_s: float) -> None:
+    """Live and stale websocket slots against the cap; refused handshakes in a strip above."""
     s = slots[slots["tier"] == tier]
+    top = 1.0
     if len(s):
-        minutes = s["t"].to_numpy() / 60.0
+        t = np.append(s["t"].to_numpy(), max(duration_s, float(s["t"].max()))) / 60.0
         live = s["live"].to_numpy()
         stale = s["stale"].to_numpy()
-        ax.fill_between(minutes, 0, live, step="post", color="tab:green", alpha=0.6, label="live")
-        ax.fill_between(minutes, live, live + stale, step="post", color="tab:gray", alpha=0.6,
-                        label="stale")
-        ax.step(minutes, s["cap"], where="post", color="black", ls="--", lw=1.0, label="cap")
+        cap = s["cap"].to_numpy()
+        ax.stairs(live, t, fill=True, color="tab:green", alpha=0.6, label="live slots", lw=0)
+        ax.stairs(live + stale, t, baseline=live, fill=True, color="tab:gray", alpha=0.6,
+                  label="stale slots", lw=0)
+        ax.stairs(cap, t, baseline=None, color="black", ls="--", lw=1.0, label="cap")
+        top = max(top, float(cap.max()), float((live + stale).max()))
     a = attempts[(attempts["tier"] == tier) & attempts["outcome"].isin(["435", "ws_cu_rejected"])]
-    if len(a):
-        cap = float(s["cap"].max()) if len(s) else 0.0
-        for outcome, colour in (("435", "tab:red"), ("ws_cu_rejected", "tab:purple")):
-            t = a.loc[a["outcome"] == outcome, "t_send_s"].to_numpy() / 60.0
-            if len(t):
-                ax.plot(t, np.full(len(t), cap + 0.3), "|", color=colour, ms=6,
-                        label=f"{outcome} handshakes")
-    ax.set_title(tier, fontsize=9)
-    ax.set_xlabel("simulated minutes", fontsize=8)
-    ax.set_ylabel("websocket slots", fontsize=8)
-    ax.tick_params(labelsize=7)
+    for outcome in ("435", "ws_cu_rejected"):
+        _strip(ax, a.loc[a["outcome"] == outcome, "t_send_s"].to_numpy() / 60.0,
+               OUTCOME_COLOURS[outcome], f"handshake refused: {outcome}")
+    _headroom(ax, top)
+    ax.set_xlim(0.0, duration_s / 60.0)
+    _style(ax, tier, "websocket slots")
 
 
-def latency_cdf(ax, latencies: dict[str, np.ndarray]) -> None:
-    """Empirical CDF of end-to-end latency of successful requests, one line per tier."""
+def identical_groups(latencies: dict[str, np.ndarray]) -> list[tuple[list[str], np.ndarray]]:
+    """Tiers grouped by identical latency samples (sorted), in first-seen order."""
+    groups: dict[bytes, tuple[list[str], np.ndarray]] = {}
     for tier, lat in latencies.items():
-        if len(lat) == 0:
+        x = np.sort(np.asarray(lat, dtype=float))
+        groups.setdefault(x.tobytes(), ([], x))[0].append(tier)
+    return list(groups.values())
+
+
+def latency_cdf(ax, latencies: dict[str, np.ndarray], p99_slo_ms: float | None = None,
+                tail: bool = False) -> None:
+    """Empirical CDF of end-to-end latency of successful requests, one line per distinct curve.
+
+    Tiers whose latencies are identical share one line ("A, B (identical)"); tiers with no
+    successful request get a legend entry saying so. ``tail`` zooms on the top 10 %. The
+    p99 SLO is drawn as a point (SLO ms, 0.99): a tier meets it when its curve passes
+    to the left of that point.
+    """
+    styles = ["-", "--", "-.", ":"]
+    for i, (tiers, x) in enumerate(identical_groups(latencies)):
+        if len(x) == 0:
+            for tier in tiers:
+                ax.add_line(Line2D([], [], ls="none", label=f"{tier}: no successful request"))
             continue
-        x = np.sort(lat)
-        ax.plot(x, np.arange(1, len(x) + 1) / len(x), lw=1.0, label=tier)
+        label = tiers[0] if len(tiers) == 1 else ", ".join(tiers) + " (identical)"
+        ax.plot(x, np.arange(1, len(x) + 1) / len(x), lw=1.2, ls=styles[(i // 10) % 4],
+                color=f"C{i % 10}", label=label)
+    if p99_slo_ms is not None:
+        ax.axvline(p99_slo_ms, color="black", ls="--", lw=0.8, zorder=1)
+        ax.axhline(0.99, color="black", ls=":", lw=0.8, zorder=1)
+        ax.plot([p99_slo_ms], [0.99], marker="D", color="black", ms=5, ls="none",
+                label=f"p99 SLO: 99 % within {p99_slo_ms:,.0f} ms")
     ax.set_xscale("log")
-    ax.set_xlabel("latency (ms, log scale), retries included")
-    ax.set_ylabel("fraction of successful requests")
+    ax.set_xlabel("latency (ms, log scale), retries included", fontsize=8)
+    ax.set_ylabel("fraction of successful requests", fontsize=8)
     ax.grid(True, which="both", lw=0.3)
-    if ax.get_lines():
-        ax.legend(fontsize=7)
+    ax.tick_params(labelsize=7)
+    if tail:
+        ax.set_ylim(0.9, 1.0005)
+        ax.set_title("tail: 90th percentile and above", fontsize=9)
+    else:
+        ax.set_ylim(0.0, 1.02)
+        ax.set_title("all successful requests", fontsize=9)
 
 
-def tier_comparison(ax, tiers: list[dict], slo_throttle: float) -> None:
-    """Throttle and failure rate per tier, with the SLO's throttle limit."""
-    names = [t["tier"] for t in tiers]
-    x = np.arange(len(names))
-    ax.bar(x - 0.2, [t["throttle_rate"] for t in tiers], 0.4, label="throttle rate")
-    ax.bar(x + 0.2, [t["failure_rate"] for t in tiers], 0.4, label="failure rate")
-    ax.axhline(slo_throttle, color="black", ls="--", lw=1.0, label="SLO throttle limit")
-    ax.set_xticks(x, [n.replace(" ", "\n", 1) for n in names], fontsize=7)
-    ax.set_ylabel("fraction")
-    ax.legend(fontsize=7)
+def _percent(v: float, _pos=None) -> str:
+    return "0" if v == 0 else f"{v * 100:g}%"
+
+
+def _order(tiers: list[dict]) -> list[dict]:
+    """Tiers by monthly price, then budget: the order in which the recommendation looks."""
+    return sorted(tiers, key=lambda t: (t["monthly_usd"] is None, t["monthly_usd"] or 0,
+                                        t["cu_per_window"]))
+
+
+def tier_comparison(axes, tiers: list[dict], slo: dict, recommended: str | None) -> None:
+    """Throttle rate, failure rate and p99 latency per tier against each SLO limit.
+
+    ``axes`` are three axes sharing x. Tiers go left to right by monthly price (shown
+    under each name); a bar is green within its SLO and red over it, so the recommended
+    tier (highlighted) is the leftmost one with three green bars.
+    """
+    tiers = _order(tiers)
+    x = np.arange(len(tiers))
+    panels = (("throttle_rate", "throttle rate", slo["max_throttle_rate"]),
+              ("failure_rate", "failure rate", slo["max_failure_rate"]),
+              ("p99", "p99 latency (ms)", slo["p99_latency_ms"]))
+    for ax, (key, title, limit) in zip(axes, panels, strict=True):
+        values = [t["latency_ms"]["p99"] if key == "p99" else t[key] for t in tiers]
+        ok = [v is not None and v <= limit for v in values]
+        heights = [0.0 if v is None else v for v in values]
+        ax.bar(x, heights, 0.6, color=["tab:green" if g else "tab:red" for g in ok])
+        ax.axhline(limit, color="black", ls="--", lw=1.0)
+        for xi, v, g in zip(x, values, ok, strict=True):
+            text = ("no successful\nrequest" if v is None else
+                    f"{v:,.0f}" if key == "p99" else f"{v:.2%}" if v else "0")
+            ax.annotate(text, (xi, 0), xytext=(0, 2), textcoords="offset points",
+                        xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6,
+                        color="darkgreen" if g else "darkred", fontweight="bold")
+        if key == "p99":
+            ax.set_yscale("log")
+            ax.set_ylim(min([v for v in values if v] + [limit]) / 3,
+                        max([v for v in values if v] + [limit]) * 3)
+        else:
+            ax.set_yscale("symlog", linthresh=min(limit, 0.01) / 10)
+            ax.set_ylim(0.0, 1.5)
+            ax.yaxis.set_major_formatter(FuncFormatter(_percent))
+        ax.set_ylabel(title, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.text(1.0, limit, f" SLO ≤ {limit:,.0f} ms" if key == "p99" else f" SLO ≤ {limit:.2%}",
+                transform=ax.get_yaxis_transform(), va="center", fontsize=7)
+        if recommended in [t["tier"] for t in tiers]:
+            ri = [t["tier"] for t in tiers].index(recommended)
+            ax.axvspan(ri - 0.45, ri + 0.45, color="gold", alpha=0.25, lw=0, zorder=0)
+    names = [t["tier"].replace(" ", "\n", 1) + "\n"
+             + ("price ?" if t["monthly_usd"] is None else f"${t['monthly_usd']:,.0f}/mo")
+             + ("\n★ recommended" if t["tier"] == recommended else "") for t in tiers]
+    axes[-1].set_xticks(x, names, fontsize=7)
+    for label, t in zip(axes[-1].get_xticklabels(), tiers, strict=True):
+        if t["tier"] == recommended:
+            label.set_fontweight("bold")
+    axes[-1].set_xlabel("tiers by monthly price; green: within the SLO, red: over it, "
+                        "dashed: the SLO limit", fontsize=8)
 
 
 def _grid(n: int):
-    cols = min(3, n)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.6 * rows), squeeze=False,
-                             sharex=True)
+    cols = min(3, max(n, 1))
+    rows = max(1, math.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.6 * rows + 0.6), squeeze=False,
+                             sharex=True, layout="constrained")
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
 
 
-def write_all(folder: Path, attempts: pd.DataFrame, windows: pd.DataFrame, tiers: list[dict],
-              latencies: dict[str, np.ndarray], slo_throttle: float,
-              slots: pd.DataFrame | None = None) -> list[str]:
-    """Write every plot as PNG into ``folder``; returns the file names."""
+def figure_legend(fig, axes, order: list[str] | None = None, **kw) -> None:
+    """One legend for the figure with every label drawn in any of ``axes`` (first seen)."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    rank = {k: i for i, k in enumerate(order or [])}
+    labels = sorted(seen, key=lambda k: rank.get(k, len(rank)))
+    if labels:
+        fig.legend([seen[k] for k in labels], labels, loc="outside lower center",
+                   ncols=min(len(labels), 6), fontsize=7, **kw)
+
+
+def cu_figure(windows: pd.DataFrame, names: list[str], duration_s: float):
+    """``cu_per_window.png``: one panel per tier."""
+    fig, axes = _grid(len(names))
+    for ax, tier in zip(axes, names, strict=True):
+        cu_per_window(ax, windows, tier, duration_s)
+    fig.suptitle("CU per 12-second window: reserved, settled and the limit "
+                 "(windows cut by the run's end are not drawn)", fontsize=10)
+    figure_legend(fig, axes)
+    return fig
+
+
+def outcomes_figure(attempts: pd.DataFrame, names: list[str], duration_s: float):
+    """``outcomes_over_time.png``: one panel per tier, one legend for all outcomes drawn."""
+    fig, axes = _grid(len(names))
+    for ax, tier in zip(axes, names, strict=True):
+        outcomes_over_time(ax, attempts, tier, duration_s)
+    fig.suptitle("Attempts per minute by outcome", fontsize=10)
+    figure_legend(fig, axes, order=list(OUTCOME_COLOURS))
+    return fig
+
+
+def websocket_figure(slots: pd.DataFrame, attempts: pd.DataFrame, tiers: list[dict],
+                     duration_s: float):
+    """``websocket_slots.png`` for the tiers that have websocket slots, or None if none has."""
+    drawn = [t["tier"] for t in tiers if t["ws_cap"]]
+    if not drawn:
+        return None
+    fig, axes = _grid(len(drawn))
+    for ax, tier in zip(axes, drawn, strict=True):
+        websocket_slots(ax, slots, attempts, tier, duration_s)
+    skipped = [t["tier"] for t in tiers if not t["ws_cap"]]
+    fig.suptitle("Websocket slots: live, stale and the cap; refused handshakes marked above"
+                 + ("\nnot drawn, no websocket slots in the tier: " + ", ".join(skipped)
+                    if skipped else ""), fontsize=10)
+    figure_legend(fig, axes)
+    return fig
+
+
+def latency_figure(latencies: dict[str, np.ndarray], p99_slo_ms: float | None):
+    """``latency_cdf.png``: the whole CDF and its tail, the p99 SLO marked on both."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
+    for ax, tail in zip(axes, (False, True), strict=True):
+        latency_cdf(ax, latencies, p99_slo_ms, tail=tail)
+    fig.suptitle("End-to-end latency of successful requests", fontsize=10)
+    figure_legend(fig, axes)
+    return fig
+
+
+def comparison_figure(tiers: list[dict], slo: dict, recommended: str | None):
+    """``tier_comparison.png``: each SLO criterion per tier, by price, the recommendation marked."""
+    fig, axes = plt.subplots(3, 1, figsize=(max(7, 1.15 * len(tiers)), 7.5), sharex=True,
+                             layout="constrained")
+    tier_comparison(axes, tiers, slo, recommended)
+    fig.suptitle("Tier comparison: " + (f"recommended {recommended}" if recommended
+                                          else "no tier meets the SLO"), fontsize=10)
+    return fig
+
+
+def figures(summary: dict, attempts: pd.DataFrame, windows: pd.DataFrame,
+            latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None) -> dict:
+    """Every plot of a run as ``{file name: Figure}``, in report order."""
+    tiers, duration = summary["tiers"], float(summary["duration_s"])
     names = [t["tier"] for t in tiers]
-    files = []
-
-    fig, axes = _grid(len(names))
-    for ax, tier in zip(axes, names, strict=True):
-        cu_per_window(ax, windows, tier)
-    axes[0].legend(fontsize=7, loc="upper right")
-    fig.suptitle("CU per 12-second window: reserved, settled and the limit")
-    files.append(_save(fig, folder / "cu_per_window.png"))
-
-    fig, axes = _grid(len(names))
-    for ax, tier in zip(axes, names, strict=True):
-        outcomes_over_time(ax, attempts, tier)
-    axes[0].legend(fontsize=6, loc="upper right")
-    fig.suptitle("Attempts per minute by outcome")
-    files.append(_save(fig, folder / "outcomes_over_time.png"))
-
+    out = {"cu_per_window.png": cu_figure(windows, names, duration),
+           "outcomes_over_time.png": outcomes_figure(attempts, names, duration)}
     if slots is not None and len(slots):
-        fig, axes = _grid(len(names))
-        for ax, tier in zip(axes, names, strict=True):
-            websocket_slots(ax, slots, attempts, tier)
-        axes[0].legend(fontsize=6, loc="upper right")
-        fig.suptitle("Websocket slots: live, stale and the cap; refused handshakes marked")
-        files.append(_save(fig, folder / "websocket_slots.png"))
+        ws = websocket_figure(slots, attempts, tiers, duration)
+        if ws is not None:
+            out["websocket_slots.png"] = ws
+    out["latency_cdf.png"] = latency_figure(latencies, summary["slo"]["p99_latency_ms"])
+    out["tier_comparison.png"] = comparison_figure(tiers, summary["slo"],
+                                                   summary["recommended"]["tier"])
+    return out
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    latency_cdf(ax, latencies)
-    ax.set_title("End-to-end latency of successful requests")
-    files.append(_save(fig, folder / "latency_cdf.png"))
 
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(names)), 4))
-    tier_comparison(ax, tiers, slo_throttle)
-    ax.set_title("Tier comparison")
-    files.append(_save(fig, folder / "tier_comparison.png"))
-    return files
+def write_all(folder: Path, summary: dict, attempts: pd.DataFrame, windows: pd.DataFrame,
+              latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None) -> list[str]:
+    """Write every plot as PNG into ``folder``; returns the file names."""
+    return [_save(fig, folder / name)
+            for name, fig in figures(summary, attempts, windows, latencies, slots).items()]
 
 
 def _save(fig, path: Path) -> str:
-    fig.tight_layout()
     fig.savefig(path, dpi=110, metadata=_PNG_META)
     plt.close(fig)
     return path.name

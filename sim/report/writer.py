@@ -51,9 +51,8 @@ def _write_into(output: RunOutput, folder: Path) -> None:
     if len(output.streams.columns):
         output.streams.to_parquet(folder / "streams.parquet", index=False)
     summary = output.summary.to_dict()
-    png = plots.write_all(folder, output.attempts, output.windows, summary["tiers"],
-                          output.latencies, summary["slo"]["max_throttle_rate"],
-                          output.slots)
+    png = plots.write_all(folder, summary, output.attempts, output.windows,
+                          output.latencies, output.slots)
     md = markdown.render(summary, png)
     (folder / "report.md").write_text(md, encoding="utf-8")
     (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")

@@ -4,7 +4,10 @@ Two bodies are recognised:
 
 * the **JSON-RPC envelope** (2.4): ``jsonrpc`` is ``"2.0"``, ``id`` a JSON number,
   ``method`` a non-empty string, ``params`` an array (may be empty). A batch is a
-  non-empty JSON array of envelopes; each element is validated on its own.
+  non-empty JSON array of envelopes; each element is validated on its own. Traffic
+  recorded against other providers is JSON-RPC 2.0 as clients send it: string and null
+  ids, notifications (no ``id``), no ``params`` or ``params`` as an object are accepted
+  and counted as deviations from the envelope (:func:`validate_rpc_envelope`).
 * the **sizing body** of ``POST /v1/size`` (2.1): ``state`` an object with ``hash``
   (``0x`` + 64 hex digits, 32 bytes) and ``request`` (a call object whose ``input`` is a
   ``0x`` hex string); ``blockNumber`` a hex quantity; ``items`` an array (may be empty)
@@ -33,6 +36,7 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,8 +67,9 @@ class RpcCall:
     """One validated JSON-RPC envelope."""
 
     method: str
-    id: int | float
+    id: int | float | str | None
     body_hash: str
+    notification: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,30 +143,70 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def validate_rpc_envelope(obj: Any, path: str = "") -> RpcCall:
-    """Check one JSON-RPC envelope (spec 2.4); returns its method, id and body hash."""
+def _deviate(deviations: Counter | None, what: str) -> None:
+    if deviations is not None:
+        deviations[what] += 1
+
+
+def validate_rpc_envelope(obj: Any, path: str = "",
+                          deviations: Counter | None = None) -> RpcCall:
+    """Check one JSON-RPC 2.0 request (spec 2.4 as clients send it); method, id, hash.
+
+    ``jsonrpc`` must be ``"2.0"`` and ``method`` a non-empty string. What JSON-RPC 2.0
+    allows but the spec's envelope does not show is accepted and counted in
+    ``deviations`` by :data:`DEVIATIONS` name: a string or null ``id``, no ``id`` (a
+    notification), no ``params``, ``params`` as an object. Other ``id`` / ``params``
+    types are errors.
+    """
     env = _obj(obj, path or "body")
     version, where = _field(env, path, "jsonrpc")
     if version != "2.0":
         raise BodyError(where, 'expected "2.0"')
-    ident, where = _field(env, path, "id")
-    if not _is_number(ident):
-        raise BodyError(where, "expected a number")
     method, where = _field(env, path, "method")
     method = _name(method, where, "method")
-    params, where = _field(env, path, "params")
-    if not isinstance(params, list):
-        raise BodyError(where, "expected an array")
-    return RpcCall(method, ident, canonical_hash({"method": method, "params": params}))
+    notification = "id" not in env
+    ident = env.get("id")
+    if notification:
+        _deviate(deviations, "notification (no id)")
+    elif ident is None:
+        _deviate(deviations, "id null")
+    elif isinstance(ident, str):
+        _deviate(deviations, "id a string")
+    elif not _is_number(ident):
+        raise BodyError(_join(path, "id"), "expected a number, a string or null")
+    if "params" not in env:
+        _deviate(deviations, "params missing")
+        params: Any = []
+    else:
+        params = env["params"]
+        if isinstance(params, dict):
+            _deviate(deviations, "params an object")
+        elif not isinstance(params, list):
+            raise BodyError(_join(path, "params"), "expected an array or an object")
+    return RpcCall(method, ident, canonical_hash({"method": method, "params": params}),
+                   notification)
 
 
-def validate_rpc_payload(obj: Any) -> list[RpcCall]:
+def validate_rpc_payload(obj: Any, deviations: Counter | None = None) -> list[RpcCall]:
     """An envelope or a batch (non-empty array of envelopes, paths ``[3].method``)."""
     if isinstance(obj, list):
         if not obj:
             raise BodyError("", "expected a non-empty JSON-RPC batch")
-        return [validate_rpc_envelope(el, f"[{i}]") for i, el in enumerate(obj)]
-    return [validate_rpc_envelope(obj)]
+        return [validate_rpc_envelope(el, f"[{i}]", deviations) for i, el in enumerate(obj)]
+    return [validate_rpc_envelope(obj, "", deviations)]
+
+
+def looks_like_rpc(obj: Any) -> bool:
+    """Whether a parsed body is meant as JSON-RPC 2.0, valid or not: an object with
+    ``"jsonrpc": "2.0"``, or a batch with at least one such element (so that a bad
+    element is reported at its own path by :func:`validate_rpc_payload`)."""
+    els = obj if isinstance(obj, list) else [obj]
+    return any(isinstance(el, dict) and el.get("jsonrpc") == "2.0" for el in els)
+
+
+def looks_like_sizing(obj: Any) -> bool:
+    """Whether a parsed body is meant as a sizing request (``state`` and ``items``)."""
+    return isinstance(obj, dict) and "state" in obj and "items" in obj
 
 
 def _segment(seg: Any, path: str) -> None:

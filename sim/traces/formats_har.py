@@ -1,44 +1,59 @@
-"""HAR 1.2 sources (browser and proxy exports).
+"""HAR 1.2 sources (browser and proxy exports, Polly recordings).
 
 A HAR file is one JSON document; it is loaded whole (so its size is bounded by memory),
-then its entries are converted to rows in chunks. Two passes: the first collects every
-key in every entry (``X-Api-Key`` header in any case, ``Authorization: Bearer``, the
-``apiKey`` / ``api_key`` / ``key`` query parameters in any case), so that the second can
-redact a key wherever it appears, even before the entry that carries it as a header.
+then its entries are converted to rows in chunks. Two passes. The first registers every
+credential in every entry (``X-Api-Key`` header in any case, ``Authorization: Bearer``
+or ``Basic``, key-named query parameters, URL userinfo, credential path segments such
+as ``/v1/lb/<key>``, ``/v2/<key>``, ``/v3/<32 hex>``, and every long opaque URL token;
+see :mod:`.redaction`), so that the second can redact a key wherever it appears, and
+learns the service's hosts from content: a host that received a JSON-RPC 2.0 POST body
+serves RPC, one that received a sizing body at ``.../v1/size`` serves Search.
 
-Each ``log.entries[i]`` is classified by its request:
+Each ``log.entries[i]`` is then classified by content first, then by host, then by path.
+``--host-map HOST=rpc|search|streams|ignore`` (:mod:`.hosts`) overrides what was learned.
 
-================================================  ==========================================
-request                                           row(s)
-================================================  ==========================================
-``OPTIONS`` anything                              ignored (CORS preflight), counted
-websocket upgrade (``Upgrade: websocket`` header, api ``streams``, method = the stream name
-``ws``/``wss`` URL, or a GET of a stream path),   (``pending-txs`` ...), status = HTTP status
-last path segment ``pending-txs`` /
-``new-blocks`` / ``pending-logs``
-websocket upgrade to                              api ``search``, method = that path
-``/v1/monitoring/unhealthy/ws``
-other websocket upgrades                          ignored, counted
-``POST /v1/size``                                 api ``search``, method ``POST /v1/size``;
-                                                  ``postData.text`` validated as a sizing
-                                                  body (spec 2.1): items, profiles, hash
-other paths under ``/v1/``                        api ``search``, method ``METHOD /path``
-``POST /`` (root path)                            api ``rpc``; ``postData.text`` must be a
-                                                  JSON-RPC envelope or batch (spec 2.4); one
-                                                  row per envelope
-anything else                                     ignored (not a service request), counted
-================================================  ==========================================
+===================================================  =======================================
+request                                              row(s)
+===================================================  =======================================
+``OPTIONS`` anything; a host mapped ``ignore``       ignored, counted
+websocket handshake (``_resourceType: websocket``,   api ``streams``, method = the stream
+``_webSocketMessages``, status 101, ``Upgrade:       name, when the host is mapped
+websocket``, a ``ws``/``wss`` URL, or a GET of a     ``streams``, or recognised (learned,
+stream path) whose last path segment is              or in a learned host's domain, or the
+                                                     request carries a key)
+``pending-txs`` / ``new-blocks`` / ``pending-logs``
+the same to ``/v1/monitoring/unhealthy/ws``          api ``search``, method = that path
+other websocket handshakes                           ignored, counted (by host when the
+                                                     path matches but the host does not)
+POST whose body is JSON-RPC 2.0 (an object, or a    api ``rpc``, one row per element, on
+batch with an element, with ``"jsonrpc": "2.0"``)    any host not mapped ``ignore``;
+                                                     method as recorded (``eth_call``);
+                                                     validated (bad ones are invalid)
+POST ``.../v1/size`` with a sizing body (spec 2.1)   api ``search``, ``POST /v1/size``
+other POSTs to a host mapped or learned ``rpc``      invalid (expected a JSON-RPC body)
+a path under ``/v1/`` on a Search host (mapped or    api ``search``, method ``METHOD /path``
+learned)                                             (credential segments as ``{key}``)
+anything else to a recognised host                   ignored (not a service request)
+anything else to any other host                      ignored, counted by host
+===================================================  =======================================
+
+So the stored method never holds a path segment from a host that is not recognised.
+JSON-RPC bodies are accepted as clients send them (:func:`.bodies.validate_rpc_envelope`):
+string and null ids, notifications (rows marked ``notification``), batches mixing them,
+missing or object ``params``; each deviation from the spec's envelope is counted.
 
 Time is ``startedDateTime``; ``latency_ms`` is the entry's ``time`` (absent when
 negative); status is ``response.status`` (absent when 0, i.e. no response), or, for
 JSON-RPC, the ``error.code`` of the matching reply object in ``response.content.text``
-(matched by ``id`` in a batch; a single error object answers every element). Region: the
-first host name label, from the left, that looks like a regional endpoint name - a
-geographic prefix (``us``, ``eu``, ``ap``, ``sa``, ``ca``, ``me``, ``af``, ``il``, ``cn``,
-``mx``, ``uk``, ``au``, ``jp``, ``in``, ``sg``, ``de``, ``fr``, ``br``, ``kr``, ``za``), a
-dash, a word and an optional ``-<number>``: ``rpc.eu-west-1.example.com`` ->
-``eu-west-1``; none -> no region (``--region`` overrides either way). Locations are the
-0-based entry index, as in ``log.entries[i]``.
+(matched by ``id`` in a batch; a single error object answers every element;
+notifications get no reply). The row's key is the first of: ``X-Api-Key``,
+``Authorization``, URL userinfo, a key-named query parameter, a credential path
+segment. Region: the first host name label, from the left, that looks like a regional
+endpoint name - a geographic prefix (``us``, ``eu``, ``ap``, ``sa``, ``ca``, ``me``,
+``af``, ``il``, ``cn``, ``mx``, ``uk``, ``au``, ``jp``, ``in``, ``sg``, ``de``, ``fr``,
+``br``, ``kr``, ``za``), a dash, a word and an optional ``-<number>``:
+``rpc.eu-west-1.example.com`` -> ``eu-west-1``; none -> no region (``--region``
+overrides either way). Locations are written ``log.entries[i]`` (0-based).
 """
 
 from __future__ import annotations
@@ -61,13 +76,22 @@ from ..vocabulary import (
 from .bodies import (
     BodyError,
     canonical_hash,
+    looks_like_rpc,
+    looks_like_sizing,
     parse_json,
     validate_rpc_payload,
     validate_sizing_body,
 )
 from .canonical import RecordBuffer
+from .hosts import IGNORE, HostMap
 from .problems import Problems
-from .redaction import KEY_HEADER, KeyRegistry, bearer_token, key_problem, split_url
+from .redaction import (
+    KEY_HEADER,
+    KeyRegistry,
+    authorization_credentials,
+    key_problem,
+    parse_url,
+)
 from .timeparse import TIME_RANGE_TEXT, parse_time_text
 
 _GEO = "us|eu|ap|sa|ca|me|af|il|cn|mx|uk|au|jp|in|sg|de|fr|br|kr|za"
@@ -130,24 +154,34 @@ def _request(entry: Any) -> tuple[dict, str, str]:
     return req, url, verb.upper()
 
 
-def entry_keys(entry: Any) -> list[str]:
-    """Every acceptable key an entry carries (header, bearer token, query parameter)."""
+def _auth_credentials(headers: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    keys, secrets = [], []
+    for n, v in headers:
+        if n == "authorization":
+            key, extra = authorization_credentials(v)
+            if key:
+                keys.append(key)
+            secrets += extra
+    return keys, secrets
+
+
+def entry_credentials(entry: Any) -> list[str]:
+    """Every acceptable credential an entry carries (headers, userinfo, query, path)."""
     try:
         req, url, _ = _request(entry)
-        found = [v for n, v in _headers(req) if n == KEY_HEADER]
-        found += [t for n, v in _headers(req) if n == "authorization"
-                  if (t := bearer_token(v))]
-        found += split_url(url)[3]
+        headers = _headers(req)
+        u = parse_url(url)
     except (EntryError, ValueError):
         return []
+    keys, secrets = _auth_credentials(headers)
+    found = [v for n, v in headers if n == KEY_HEADER] + keys + secrets
+    found += list(u.keys) + list(u.secrets)
     return [k.strip() for k in found if not key_problem(k.strip())]
 
 
-def _pick_key(req: dict, url_keys: list[str]) -> str | None:
-    headers = _headers(req)
+def _pick_key(headers: list[tuple[str, str]], url_keys: tuple[str, ...]) -> str | None:
     candidates = [("request.headers.X-Api-Key", v) for n, v in headers if n == KEY_HEADER]
-    candidates += [("request.headers.Authorization", t) for n, v in headers
-                   if n == "authorization" if (t := bearer_token(v))]
+    candidates += [("request.headers.Authorization", k) for k in _auth_credentials(headers)[0]]
     candidates += [("request.url", k) for k in url_keys]
     if not candidates:
         return None
@@ -158,16 +192,31 @@ def _pick_key(req: dict, url_keys: list[str]) -> str | None:
     return key.strip()
 
 
-def _post_text(req: dict) -> str:
+def _post_text(req: dict) -> str | None:
     post = req.get("postData")
     text = post.get("text") if isinstance(post, dict) else None
     if not isinstance(text, str) or not text.strip():
-        raise EntryError("body", "request.postData.text", "missing; expected a JSON body")
+        return None
     return text
 
 
+def _post_json(req: dict) -> Any:
+    """The parsed POST body, or None when there is none or it is not JSON."""
+    text = _post_text(req)
+    if text is None:
+        return None
+    try:
+        return parse_json(text)
+    except BodyError:
+        return None
+
+
+_NO_ID = object()  # key of a single reply object, which answers the whole request
+
+
 def _reply_codes(entry: dict) -> dict | None:
-    """JSON-RPC error codes in the response: ``{id: code}`` (key None for a single reply)."""
+    """JSON-RPC error codes in the response: ``{id: code}`` (``_NO_ID`` for a single
+    reply object)."""
     resp = entry.get("response")
     content = resp.get("content") if isinstance(resp, dict) else None
     text = content.get("text") if isinstance(content, dict) else None
@@ -183,7 +232,7 @@ def _reply_codes(entry: dict) -> dict | None:
     for el in reply if isinstance(reply, list) else [reply]:
         err = el.get("error") if isinstance(el, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
-        ident = el.get("id") if isinstance(reply, list) else None
+        ident = el.get("id") if isinstance(reply, list) else _NO_ID
         if isinstance(ident, list | dict):
             continue
         if isinstance(code, int) and not isinstance(code, bool) and -(2**31) <= code < 2**31:
@@ -198,56 +247,156 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def entry_rows(entry: Any) -> list[dict] | str:
+def _is_websocket(entry: dict, headers: list[tuple[str, str]], scheme: str, verb: str,
+                  path: str) -> bool:
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    resp = entry.get("response")
+    # exports often drop hop-by-hop headers such as Upgrade, so a GET of a stream path
+    # counts as a handshake too
+    return (scheme in ("ws", "wss") or entry.get("_resourceType") == "websocket"
+            or "_webSocketMessages" in entry
+            or (isinstance(resp, dict) and resp.get("status") == 101)
+            or any(n == "upgrade" and v.strip().lower() == "websocket" for n, v in headers)
+            or (verb == "GET" and (last in STREAMS_API_STREAMS
+                                   or path.rstrip("/") == MONITORING_PATH)))
+
+
+def learn_host(entry: Any) -> tuple[str, str] | None:
+    """``(host, api)`` when the entry's content shows which API its host serves."""
+    try:
+        req, url, verb = _request(entry)
+        u = parse_url(url)
+    except (EntryError, ValueError):
+        return None
+    if verb != "POST" or not u.host:
+        return None
+    body = _post_json(req)
+    if looks_like_rpc(body):
+        return u.host, RPC
+    if looks_like_sizing(body) and u.path.rstrip("/").endswith("/v1/size"):
+        return u.host, SEARCH
+    return None
+
+
+class HarContext:
+    """What classification needs besides the entry: the host map, the learned hosts,
+    and the problem tallies (for deviations and unmapped hosts)."""
+
+    def __init__(self, host_map: HostMap, problems: Problems) -> None:
+        self.host_map = host_map
+        self.problems = problems
+        self.learned: dict[str, set[str]] = {}
+
+    def learn(self, entries: list) -> None:
+        for entry in entries:
+            found = learn_host(entry)
+            if found:
+                self.learned.setdefault(found[0], set()).add(found[1])
+
+    def related(self, host: str) -> bool:
+        """Whether ``host`` was learned, or shares its domain (last two labels) with a
+        learned host (``streams.eu.example.io`` next to ``rpc.eu.example.io``)."""
+        if host in self.learned:
+            return True
+        domain = ".".join(host.split(".")[-2:])
+        return "." in domain and any(h.endswith("." + domain) or h == domain
+                                     for h in self.learned)
+
+    def serves(self, host: str) -> set[str]:
+        """The APIs ``host`` serves: the mapped one, else the learned ones."""
+        target = self.host_map.target(host)
+        if target is not None:
+            return {target}
+        return self.learned.get(host, set())
+
+
+def _body_field(path: str) -> str:
+    """``request.postData.text`` followed by the path inside the body."""
+    if not path or path == "body":
+        return "request.postData.text"
+    return "request.postData.text" + ("" if path.startswith("[") else ".") + path
+
+
+def _rpc_rows(body: Any, deviations) -> list[dict]:
+    try:
+        calls = validate_rpc_payload(body, deviations)
+    except BodyError as err:
+        raise EntryError("body", _body_field(err.path), err.expected) from None
+    return [{"api": RPC, "method": c.method, "body_hash": c.body_hash, "_id": c.id,
+             "notification": c.notification} for c in calls]
+
+
+def _sizing_row(body: Any) -> dict:
+    try:
+        sizing = validate_sizing_body(body)
+    except BodyError as err:
+        raise EntryError("body", _body_field(err.path), err.expected) from None
+    return {"api": SEARCH, "method": SIZE_METHOD, "items": sizing.items,
+            "profiles": ",".join(sizing.profiles), "body_hash": sizing.body_hash}
+
+
+def _classify(entry: dict, req: dict, verb: str, u, headers, ctx: HarContext
+              ) -> list[dict] | str:
+    serves = ctx.serves(u.host)
+    if IGNORE in serves:
+        return "entries to hosts mapped to ignore"
+    path = u.path.rstrip("/")
+    if _is_websocket(entry, headers, u.scheme, verb, u.path):
+        last = path.rsplit("/", 1)[-1]
+        target = ctx.host_map.target(u.host)
+        recognised = ctx.related(u.host) or bool(u.keys) or any(
+            n == KEY_HEADER or (n == "authorization" and authorization_credentials(v)[0])
+            for n, v in headers)
+        if path == MONITORING_PATH:
+            if target == SEARCH or (target is None and recognised):
+                return [{"api": SEARCH, "method": MONITORING_PATH}]
+        elif last in STREAMS_API_STREAMS:
+            if target == STREAMS or (target is None and recognised):
+                return [{"api": STREAMS, "method": last}]
+        else:
+            return "websocket entries to other paths"
+        ctx.problems.unmapped_hosts[u.host or "(no host)"] += 1
+        return "websocket entries to hosts not recognised or mapped"
+    body = _post_json(req) if verb == "POST" else None
+    if verb == "POST" and looks_like_rpc(body):
+        return _rpc_rows(body, ctx.problems.deviations)
+    if verb == "POST" and path.endswith("/v1/size") and looks_like_sizing(body):
+        return [_sizing_row(body)]
+    if RPC in serves and verb == "POST":
+        raise EntryError("body", "request.postData.text",
+                         "expected a JSON-RPC 2.0 request or batch (the host serves RPC)")
+    if SEARCH in serves and path == "/v1/size" and verb == "POST":
+        if _post_text(req) is None:
+            raise EntryError("body", "request.postData.text", "missing; expected a JSON body")
+        return [_sizing_row(_post_json(req))]
+    if SEARCH in serves and u.path.startswith("/v1/"):
+        method = f"{verb} {u.path}"
+        if len(method) > 200 or any(ord(c) < 33 or ord(c) == 127 for c in u.path):
+            raise EntryError("entry", "request.url", "expected a path of printable characters, "
+                                                     "at most 190 long")
+        post = req.get("postData")
+        text = post.get("text") if isinstance(post, dict) else None
+        return [{"api": SEARCH, "method": method,
+                 "body_hash": canonical_hash({"method": method, "body": text})}]
+    if serves:
+        return "entries that are not service requests"
+    ctx.problems.unmapped_hosts[u.host or "(no host)"] += 1
+    return "entries to hosts not recognised or mapped"
+
+
+def entry_rows(entry: Any, ctx: HarContext) -> list[dict] | str:
     """Rows for one entry, or the reason it is ignored; :class:`EntryError` if invalid."""
     req, url, verb = _request(entry)
     try:
-        scheme, host, path, url_keys = split_url(url)
+        u = parse_url(url)
     except ValueError:
         raise EntryError("entry", "request.url", "expected a URL") from None
     if verb == "OPTIONS":
         return "CORS preflight (OPTIONS) entries"
     headers = _headers(req)
-    last = path.rstrip("/").rsplit("/", 1)[-1]
-    # exports often drop hop-by-hop headers such as Upgrade, so a GET of a stream path
-    # counts as a handshake too
-    upgrade = scheme in ("ws", "wss") or any(
-        n == "upgrade" and v.strip().lower() == "websocket" for n, v in headers) or (
-        verb == "GET" and (last in STREAMS_API_STREAMS or path.rstrip("/") == MONITORING_PATH))
-    if upgrade:
-        if path.rstrip("/") == MONITORING_PATH:
-            rows = [{"api": SEARCH, "method": MONITORING_PATH}]
-        elif last in STREAMS_API_STREAMS:
-            rows = [{"api": STREAMS, "method": last}]
-        else:
-            return "websocket entries to unknown paths"
-    elif path.rstrip("/") == "/v1/size" and verb == "POST":
-        try:
-            sizing = validate_sizing_body(parse_json(_post_text(req)))
-        except BodyError as err:
-            raise EntryError("body", err.path or "request.postData.text", err.expected) \
-                from None
-        rows = [{"api": SEARCH, "method": SIZE_METHOD, "items": sizing.items,
-                 "profiles": ",".join(sizing.profiles), "body_hash": sizing.body_hash}]
-    elif path.startswith("/v1/"):
-        method = f"{verb} {path}"
-        if len(method) > 200 or any(ord(c) < 33 or ord(c) == 127 for c in path):
-            raise EntryError("entry", "request.url", "expected a path of printable characters, "
-                                                     "at most 190 long")
-        post = req.get("postData")
-        body = post.get("text") if isinstance(post, dict) else None
-        rows = [{"api": SEARCH, "method": method,
-                 "body_hash": canonical_hash({"method": method, "body": body})}]
-    elif path in ("", "/") and verb == "POST":
-        try:
-            calls = validate_rpc_payload(parse_json(_post_text(req)))
-        except BodyError as err:
-            raise EntryError("body", err.path or "request.postData.text", err.expected) \
-                from None
-        rows = [{"api": RPC, "method": c.method, "body_hash": c.body_hash, "_id": c.id}
-                for c in calls]
-    else:
-        return "entries that are not service requests"
+    rows = _classify(entry, req, verb, u, headers, ctx)
+    if isinstance(rows, str):
+        return rows
 
     started = entry.get("startedDateTime")
     time_ns = parse_time_text(started) if isinstance(started, str) else None
@@ -260,33 +409,34 @@ def entry_rows(entry: Any) -> list[dict] | str:
             raise EntryError("status", "response.status", "expected an HTTP status")
         status = None
     codes = _reply_codes(entry) if rows[0]["api"] == RPC else None
-    key = _pick_key(req, url_keys)
-    common = {"time_ns": time_ns, "key": key, "region": region_from_host(host),
+    key = _pick_key(headers, u.keys)
+    common = {"time_ns": time_ns, "key": key, "region": region_from_host(u.host),
               "latency_ms": _number(entry.get("time"))}
     out = []
     for row in rows:
         ident = row.pop("_id", None)
         code = None
-        if codes:
-            # a single reply object answers the whole request (even a batch)
-            code = codes[None] if None in codes else codes.get(ident)
+        if codes and not row.get("notification"):
+            code = codes[_NO_ID] if _NO_ID in codes else codes.get(ident)
         out.append({**common, **row, "status": code if code is not None else status})
     return out
 
 
 def read_har(path: str, file: str, problems: Problems, chunk_rows: int,
-             registry: KeyRegistry) -> Iterator[dict]:
+             registry: KeyRegistry, host_map: HostMap | None = None) -> Iterator[dict]:
     """Chunks (column lists) of a HAR source (see module doc)."""
     entries = load_har(path, file)
     for entry in entries:
-        for key in entry_keys(entry):
-            registry.add(key)
+        for key in entry_credentials(entry):
+            registry.add(key, counted=False)
+    ctx = HarContext(host_map or HostMap(), problems)
+    ctx.learn(entries)
     buf = RecordBuffer()
     for i, entry in enumerate(entries):
         try:
-            rows = entry_rows(entry)
+            rows = entry_rows(entry, ctx)
         except EntryError as err:
-            problems.add(err.reason, i, err.field, err.message)
+            problems.add(err.reason, None, f"log.entries[{i}].{err.field}", err.message)
             continue
         if isinstance(rows, str):
             problems.ignore(rows)

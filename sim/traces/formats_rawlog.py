@@ -10,7 +10,9 @@ Line grammar (one line = one request; tokens separated by one or more spaces)::
     body      = JSON text, the rest of the line, starting with "{" or "["
 
 Blank lines and lines whose first non-space character is ``#`` are ignored (and
-counted). ``rpc-log`` bodies are a JSON-RPC envelope or a batch array (spec 2.4); a batch
+counted). ``rpc-log`` bodies are a JSON-RPC 2.0 request or a batch array, as clients send
+them (string or null ids, notifications, missing or object ``params`` are kept and
+counted as deviations from the spec's envelope 2.4, see :mod:`.bodies`); a batch
 gives one row per element, all with the line's tokens, except that ``cu`` and
 ``gas_used`` are refused on a batch (they are per request). ``size-log`` bodies are
 sizing bodies (spec 2.1): api ``search``, method ``POST /v1/size``. ``status`` is an
@@ -100,7 +102,7 @@ def _token_values(tokens: dict[str, str]) -> dict:
     return row
 
 
-def _line_rows(text: str, kind: str) -> list[dict]:
+def _line_rows(text: str, kind: str, deviations=None) -> list[dict]:
     stamp, tokens, body_text = split_line(text)
     time_ns = parse_time_text(stamp)
     if time_ns is None:
@@ -111,13 +113,13 @@ def _line_rows(text: str, kind: str) -> list[dict]:
     try:
         body = parse_json(body_text)
         if kind == "rpc-log":
-            calls = validate_rpc_payload(body)
+            calls = validate_rpc_payload(body, deviations)
             for name in ("cu", "gas_used"):
                 if name in base and len(calls) > 1:
                     raise LineError(name, name, "not allowed with a batch body "
                                                 "(it is per request)")
-            return [{**base, "api": RPC, "method": c.method, "body_hash": c.body_hash}
-                    for c in calls]
+            return [{**base, "api": RPC, "method": c.method, "body_hash": c.body_hash,
+                     "notification": c.notification} for c in calls]
         sizing = validate_sizing_body(body)
     except BodyError as err:
         raise LineError("body", err.path or "body", err.expected) from None
@@ -143,7 +145,7 @@ def read_log(path: str, kind: str, problems: Problems, chunk_rows: int) -> Itera
                 problems.ignore("comment lines")
                 continue
             try:
-                rows = _line_rows(stripped, kind)
+                rows = _line_rows(stripped, kind, problems.deviations)
             except LineError as err:
                 problems.add(err.reason, line_no, err.field, err.message)
                 continue

@@ -8,11 +8,17 @@
   count, bad quoting, a quoted newline) is re-read line by line with the ``csv`` module
   so that each problem gets its exact line number. Locations are physical line numbers
   (the header is line 1).
-* **JSONL**: one JSON object per line, keys named like CSV columns; strings and numbers
-  are accepted for every field (other JSON values are invalid). Blank lines are ignored.
-* **Parquet**: read with ``iter_batches``; any column type that carries the field
-  (integers, floats, timestamps, strings, dictionaries). Locations are 1-based row
-  numbers.
+* **JSONL**: one JSON object per line, keys named like CSV columns; each value must
+  have the JSON type of its canonical column: numbers for ``time_ns``, ``items``,
+  ``gas_used``, ``cu``, ``status``, ``latency_ms``; strings for ``api``, ``method``,
+  ``key``, ``region``, ``profiles``, ``body_hash``; either for ``timestamp`` / ``time``
+  (ISO-8601 text or epoch seconds). Anything else makes the row invalid. Blank lines are
+  ignored.
+* **Parquet**: read with ``iter_batches``; each column's type must carry the canonical
+  column's type (integers, or floats with integral values, for integer columns;
+  integers or timestamps for ``time_ns``; numbers for ``cu`` / ``latency_ms``; strings,
+  binary or dictionaries of them for text), else the import stops naming the column.
+  Locations are 1-based row numbers.
 """
 
 from __future__ import annotations
@@ -75,25 +81,23 @@ def _block_size(sample: bytes, chunk_rows: int) -> int:
 
 
 def _fast_parse(block, names: list[str], wanted: list[str]) -> pa.Table | None:
-    """Arrow parse of a block, or None when the block needs the line-by-line path."""
-    trouble: list[int] = []
+    """Arrow parse of a block, or None when the block needs the line-by-line path.
 
-    def handler(row) -> str:
-        trouble.append(1)
-        return "skip"
-
+    No ``invalid_row_handler``: Arrow decodes the offending row to ``str`` before calling
+    it, so a row with a wrong field count and a non-UTF-8 byte printed an "Exception
+    ignored" traceback. A malformed row makes Arrow raise instead, and the line-by-line
+    path reports it.
+    """
     try:
-        table = pacsv.read_csv(
+        return pacsv.read_csv(
             pa.py_buffer(block),
             read_options=pacsv.ReadOptions(column_names=names, block_size=ARROW_BLOCK),
-            parse_options=pacsv.ParseOptions(invalid_row_handler=handler,
-                                             ignore_empty_lines=False),
+            parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(
                 column_types={n: pa.binary() for n in names}, include_columns=wanted,
                 strings_can_be_null=False, quoted_strings_can_be_null=False))
     except (pa.ArrowException, ValueError):
         return None
-    return None if trouble else table
 
 
 def _slow_parse(block: bytes, names: list[str], wanted: list[str], first_line: int,
@@ -179,11 +183,19 @@ def read_csv(path: str, file: str, problems: Problems, chunk_rows: int,
 
 # -- JSONL -------------------------------------------------------------------------------
 
-def _as_text(value) -> str | None:
+NUMERIC_ROLES = frozenset({"time_ns", "items", "gas_used", "cu", "status", "latency_ms"})
+TEXT_ROLES = frozenset({"api", "method", "key", "region", "profiles", "body_hash"})
+
+
+def _as_text(value, role: str) -> str | None:
+    """A JSON value as the text the validator parses; a value of the wrong JSON type for
+    the role's canonical column (a string ``time_ns``, a number ``key``) fails."""
     if value is None:
         return None
     if isinstance(value, str):
-        return value
+        return _BAD if role in NUMERIC_ROLES else value
+    if role in TEXT_ROLES:
+        return _BAD
     if isinstance(value, bool):
         return _BAD
     if isinstance(value, int):
@@ -231,7 +243,7 @@ def read_jsonl(path: str, file: str, problems: Problems, chunk_rows: int,
             if "time_ns" in found and "time_s" in found:
                 del found["time_s"]
             for role in roles:
-                cols[role].append(_as_text(found[role][1]) if role in found else None)
+                cols[role].append(_as_text(found[role][1], role) if role in found else None)
             lines.append(line_no)
             if len(lines) >= min(chunk_rows, READ_ROWS):
                 yield _jsonl_chunk(cols, labels, lines)
@@ -251,6 +263,45 @@ def _jsonl_chunk(cols: dict[str, list], labels: dict[str, str], lines: list[int]
 
 # -- Parquet -----------------------------------------------------------------------------
 
+_PARQUET_TYPES = {
+    "time_ns": ("an integer or timestamp column", ("int", "timestamp")),
+    "time_s": ("a timestamp, number or ISO-8601 string column",
+               ("int", "float", "timestamp", "string")),
+    "items": ("an integer column", ("int", "float")),
+    "gas_used": ("an integer column", ("int", "float")),
+    "status": ("an integer column", ("int", "float")),
+    "cu": ("a numeric column", ("int", "float")),
+    "latency_ms": ("a numeric column", ("int", "float")),
+}
+
+
+def _type_kind(typ: pa.DataType) -> str:
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_integer(typ):
+        return "int"
+    if pa.types.is_floating(typ):
+        return "float"
+    if pa.types.is_timestamp(typ):
+        return "timestamp"
+    if pa.types.is_null(typ):
+        return "null"
+    if any(f(typ) for f in (pa.types.is_string, pa.types.is_large_string,
+                            pa.types.is_binary, pa.types.is_large_binary)):
+        return "string"
+    return "other"
+
+
+def _check_parquet_type(role: str, src: str, typ: pa.DataType, file: str) -> None:
+    """The column's Arrow type must carry the canonical column's type (schema.py): numbers
+    for numeric columns (a ``time_ns`` stored as strings is refused), text for text."""
+    expected, kinds = _PARQUET_TYPES.get(role, ("a string column", ("string",)))
+    kind = _type_kind(typ)
+    if kind != "null" and kind not in kinds:
+        raise CapsimError(f"column type {typ} does not fit; expected {expected}", file=file,
+                          field=src)
+
+
 def read_parquet(path: str, file: str, problems: Problems, chunk_rows: int,
                  notes: ColumnNotes) -> Iterator[RawChunk]:
     """Chunks of a Parquet source (see module doc)."""
@@ -263,15 +314,7 @@ def read_parquet(path: str, file: str, problems: Problems, chunk_rows: int,
         mapping, notes.ignored = resolve_columns(names, file, None)
         labels = {role: src for role, src in mapping.items()}
         for role, src in mapping.items():
-            typ = pf.schema_arrow.field(src).type
-            if pa.types.is_dictionary(typ):
-                typ = typ.value_type
-            if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)
-                    or pa.types.is_string(typ) or pa.types.is_large_string(typ)
-                    or pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
-                    or pa.types.is_null(typ)
-                    or (pa.types.is_timestamp(typ) and role in ("time_ns", "time_s"))):
-                raise CapsimError(f"unsupported column type {typ}", file=file, field=src)
+            _check_parquet_type(role, src, pf.schema_arrow.field(src).type, file)
         row = 1
         batches = pf.iter_batches(batch_size=min(chunk_rows, READ_ROWS),
                                   columns=list(mapping.values()))

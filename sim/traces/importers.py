@@ -6,7 +6,9 @@ or ``auto``: by extension (``.csv``; ``.jsonl``/``.ndjson``; ``.parquet``/``.pq`
 ``.har``/``.json``; ``.log``/``.txt`` -> ``rpc-log`` or ``size-log`` from the first
 request line's body), else by content for Parquet (``PAR1`` magic).
 
-The import is all-or-nothing. Rows are validated and redacted chunk by chunk (memory is
+An import that keeps no row is an error naming the file, with every reason by count
+(hosts not mapped, not requests, invalid rows), unless ``allow_empty``. The import is
+all-or-nothing. Rows are validated and redacted chunk by chunk (memory is
 bounded by ``chunk_rows``, except for HAR, which is loaded whole) and written to a temp
 file in the destination folder. With ``on_invalid="error"`` the first invalid row stops
 the import with a :class:`~sim.errors.CapsimError` naming file, location and field; with
@@ -23,7 +25,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,8 +37,9 @@ from .canonical import finalize
 from .formats_har import read_har
 from .formats_rawlog import read_log, sniff_log_kind
 from .formats_tabular import ColumnNotes, read_csv, read_jsonl, read_parquet
+from .hosts import HostMap
 from .problems import ON_INVALID, Problems
-from .redaction import KeyRegistry, KeySurvived, scan_trace
+from .redaction import KeyRegistry, KeySurvived, is_opaque_token, scan_trace
 from .schema import DEFAULT_CHUNK_ROWS, TraceWriter
 from .tabular import normalize
 
@@ -65,6 +69,8 @@ class ImportReport:
     skipped_examples: tuple[str, ...] = ()
     ignored: dict[str, int] = field(default_factory=dict)
     ignored_columns: tuple[str, ...] = ()
+    deviations: dict[str, int] = field(default_factory=dict)
+    unmapped_hosts: dict[str, int] = field(default_factory=dict)
 
     @property
     def skipped(self) -> int:
@@ -80,12 +86,53 @@ class ImportReport:
             reasons = ", ".join(f"{r} {n:,}" for r, n in sorted(self.skipped_by_reason.items()))
             lines.append(f"skipped {self.skipped:,} invalid rows: {reasons}")
             lines += [f"  {e}" for e in self.skipped_examples]
+        if self.deviations:
+            lines.append("JSON-RPC deviations from the spec's envelope (kept): " + ", ".join(
+                f"{what} {n:,}" for what, n in sorted(self.deviations.items())))
         if self.ignored:
             lines.append("ignored (not requests): " + ", ".join(
                 f"{what} {n:,}" for what, n in sorted(self.ignored.items())))
+        if self.unmapped_hosts:
+            lines.append(f"hosts not recognised or mapped: {_top_hosts(self.unmapped_hosts)}; "
+                         "map them with --host-map HOST=rpc|search|streams|ignore")
         if self.ignored_columns:
             lines.append("ignored source columns: " + ", ".join(self.ignored_columns))
         return "\n".join(lines)
+
+
+def _safe_hosts(problems: Problems, registry: KeyRegistry) -> dict[str, int]:
+    """Unmapped host names fit for the report: keys and opaque labels hidden."""
+    out: Counter = Counter()
+    for host, n in problems.unmapped_hosts.items():
+        labels = registry.redact(host).split(".")
+        out[".".join("<redacted>" if is_opaque_token(x) else x for x in labels)] += n
+    return dict(out)
+
+
+def _top_hosts(hosts: dict[str, int], top: int = 5) -> str:
+    ranked = sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{h} {n:,}" for h, n in ranked[:top])
+    return text + (f" and {len(ranked) - top} more" if len(ranked) > top else "")
+
+
+def _nothing_kept(path: str, fmt: str, problems: Problems, hosts: dict[str, int]) -> str:
+    """Why an import kept no row: every counted reason, largest first."""
+    unit = {"har": "entries", "parquet": "rows", "csv": "lines", "jsonl": "lines"}.get(
+        fmt, "lines")
+    reasons = Counter(problems.ignored)
+    for reason, n in problems.counts.items():
+        reasons[f"invalid ({reason})"] += n
+    total = sum(reasons.values())
+    if not total:
+        return "nothing to import: the file holds no rows; pass --allow-empty to write " \
+               "an empty trace"
+    parts = []
+    for what, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+        if what.endswith("hosts not recognised or mapped") and hosts:
+            what += f" (top: {_top_hosts(hosts, 3)})"
+        parts.append(f"{n:,} {what}")
+    return (f"nothing to import: {total:,} {unit}: " + ", ".join(parts)
+            + "; pass --allow-empty to write an empty trace anyway")
 
 
 def detect_format(path: str) -> str:
@@ -107,8 +154,8 @@ def detect_format(path: str) -> str:
 
 
 def _chunks(fmt: str, path: str, problems: Problems, chunk_rows: int,
-            registry: KeyRegistry, region: str | None, notes: ColumnNotes
-            ) -> Iterator[pa.Table]:
+            registry: KeyRegistry, region: str | None, notes: ColumnNotes,
+            host_map: HostMap) -> Iterator[pa.Table]:
     file = path
     if fmt in ("csv", "jsonl", "parquet"):
         reader = {"csv": read_csv, "jsonl": read_jsonl, "parquet": read_parquet}[fmt]
@@ -120,7 +167,7 @@ def _chunks(fmt: str, path: str, problems: Problems, chunk_rows: int,
                 yield finalize(cols, registry, region)
     else:
         if fmt == "har":
-            source = read_har(path, file, problems, chunk_rows, registry)
+            source = read_har(path, file, problems, chunk_rows, registry, host_map)
         else:
             source = read_log(path, fmt, problems, chunk_rows)
         for cols in source:
@@ -131,8 +178,14 @@ def _chunks(fmt: str, path: str, problems: Problems, chunk_rows: int,
 
 def import_trace(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str = "auto",
                  on_invalid: str = "error", region: str | None = None,
-                 chunk_rows: int = DEFAULT_CHUNK_ROWS) -> ImportReport:
-    """Import ``path`` into the canonical trace ``out`` (see the module doc)."""
+                 chunk_rows: int = DEFAULT_CHUNK_ROWS, host_map: Iterable[str] = (),
+                 allow_empty: bool = False) -> ImportReport:
+    """Import ``path`` into the canonical trace ``out`` (see the module doc).
+
+    ``host_map``: ``HOST=rpc|search|streams|ignore`` strings (:mod:`.hosts`, HAR only).
+    ``allow_empty``: write a 0-row trace instead of failing when nothing is kept.
+    """
+    hosts = HostMap.parse(host_map)
     path, out = str(path), str(out)
     if not os.path.isfile(path):
         raise CapsimError("no such file", file=path)
@@ -148,14 +201,14 @@ def import_trace(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str = 
         raise CapsimError("the output would overwrite the source", file=out, field="--out")
     try:
         fmt = detect_format(path) if fmt == "auto" else fmt
-        return _import(path, out, fmt, on_invalid, region, chunk_rows)
+        return _import(path, out, fmt, on_invalid, region, chunk_rows, hosts, allow_empty)
     except OSError as err:
         raise CapsimError(f"cannot read or write: {err.strerror or 'I/O error'}",
                           file=path) from None
 
 
 def _import(path: str, out: str, fmt: str, on_invalid: str, region: str | None,
-            chunk_rows: int) -> ImportReport:
+            chunk_rows: int, host_map: HostMap, allow_empty: bool) -> ImportReport:
     seed: frozenset[str] = frozenset()
     for attempt in (1, 2):
         registry = KeyRegistry(seed)
@@ -163,13 +216,17 @@ def _import(path: str, out: str, fmt: str, on_invalid: str, region: str | None,
         notes = ColumnNotes()
         with TraceWriter(out, chunk_rows) as writer:
             try:
-                for table in _chunks(fmt, path, problems, chunk_rows, registry, region, notes):
+                for table in _chunks(fmt, path, problems, chunk_rows, registry, region, notes,
+                                     host_map):
                     writer.write(table)
+                if writer.rows + writer.buffered == 0 and not allow_empty:
+                    raise CapsimError(_nothing_kept(path, fmt, problems,
+                                                    _safe_hosts(problems, registry)), file=path)
                 writer.close(registry.redact(os.path.basename(path)))
                 scan_trace(str(writer.tmp), registry, label=out)
             except KeySurvived:
                 writer.discard()
-                if attempt == 1 and len(registry):
+                if attempt == 1 and registry.keys:
                     seed = registry.keys
                     continue
                 raise
@@ -180,6 +237,7 @@ def _import(path: str, out: str, fmt: str, on_invalid: str, region: str | None,
             source=path, out=out, format=fmt, rows=writer.rows,
             row_groups=math.ceil(writer.rows / chunk_rows), distinct_keys=len(registry),
             skipped_by_reason=dict(problems.counts), skipped_examples=examples,
-            ignored=dict(problems.ignored),
+            ignored=dict(problems.ignored), deviations=dict(problems.deviations),
+            unmapped_hosts=_safe_hosts(problems, registry),
             ignored_columns=tuple(_safe_column_name(c, registry) for c in notes.ignored))
     raise AssertionError("unreachable")  # pragma: no cover

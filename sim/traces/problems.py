@@ -6,7 +6,9 @@ the location and the field. With ``"skip"`` invalid rows are counted per reason,
 first :data:`EXAMPLES_PER_REASON` locations of each reason are kept for the report, and
 the import goes on. Lines that are not requests at all (blank lines, comments, HAR
 entries addressed to something other than the service) are *ignored*, and counted too:
-nothing is dropped without a count.
+nothing is dropped without a count. JSON-RPC requests that deviate from the spec's
+envelope but are valid JSON-RPC 2.0 are kept and counted in ``deviations``; HAR entries
+to hosts neither recognised nor mapped are counted by host in ``unmapped_hosts``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class Problems:
     counts: Counter = field(default_factory=Counter)
     examples: dict[str, list[Problem]] = field(default_factory=dict)
     ignored: Counter = field(default_factory=Counter)
+    deviations: Counter = field(default_factory=Counter)
+    unmapped_hosts: Counter = field(default_factory=Counter)
     _pending: list[Problem] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -77,6 +81,11 @@ class Problems:
         """Count ``n`` source lines or entries that are not requests (``what`` says why)."""
         if n:
             self.ignored[what] += n
+
+    def ignore_host(self, what: str, host: str) -> None:
+        """Count one entry ignored because its host is neither recognised nor mapped."""
+        self.ignore(what)
+        self.unmapped_hosts[host or "(no host)"] += 1
 
     def settle(self) -> None:
         """In error mode, raise for the earliest invalid row recorded so far."""

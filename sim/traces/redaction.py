@@ -1,9 +1,12 @@
 """Keeping API keys out of canonical traces.
 
 During an import every raw key found in a key source (a key column, the ``X-Api-Key``
-header in any letter case, an ``Authorization: Bearer`` token, a ``apiKey`` /
-``api_key`` / ``key`` query parameter in any letter case, a ``key=`` log token) is added
-to a :class:`KeyRegistry`, held in memory only. The key column stores
+header in any letter case, an ``Authorization: Bearer`` token or ``Basic`` credentials,
+a ``apiKey`` / ``api_key`` / ``api-key`` / ``key`` / ``access_token`` / ``x-api-key`` /
+``token`` query parameter in any letter case, URL userinfo, a credential path segment
+(``/v1/lb/<key>``, ``/v2/<key>``, ``/v3/<32 hex>``, any long opaque token), a ``key=``
+log token) is added to a :class:`KeyRegistry`, held in memory only, and so is every
+other opaque token seen in a URL (:func:`is_opaque_token`). The key column stores
 :func:`sim.redact.pseudonym` of the key; every kept text field (method, region,
 profiles, the source file name) goes through :meth:`KeyRegistry.redact`, which replaces
 
@@ -26,10 +29,12 @@ with a registered shape, is still there. Messages name the column, never the val
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -41,7 +46,8 @@ MIN_KEY_LEN = 8
 MAX_KEY_LEN = 512
 SHAPE_MIN_LEN = 20
 NO_KEY = "(none)"
-QUERY_KEY_NAMES = frozenset({"apikey", "api_key", "key"})
+QUERY_KEY_NAMES = frozenset({"apikey", "api_key", "api-key", "key", "access_token",
+                             "x-api-key", "token"})
 KEY_HEADER = "x-api-key"
 
 _PSEUDO = r"key-[0-9a-f]{16}(?![0-9a-fA-F])"
@@ -64,19 +70,23 @@ def is_redacted(value: str) -> bool:
     return value == NO_KEY or bool(PSEUDONYM_RE.match(value))
 
 
-def key_shape(key: str) -> tuple[str, int] | None:
-    """``(character class, length)`` of a key long enough to be matched by shape."""
+def key_shape(key: str) -> tuple[str, int, bool] | None:
+    """``(character class, length, has a digit)`` of a key long enough to be matched by
+    shape. A key with a digit only matches tokens with a digit, so that method names
+    such as ``eth_getTransactionReceipt`` are not taken for keys of their length."""
     if len(key) < SHAPE_MIN_LEN:
         return None
     for name, chars in _CLASSES:
         if re.fullmatch(f"[{chars}]+", key):
-            return name, len(key)
+            return name, len(key), any(c.isdigit() for c in key)
     return None
 
 
-def _shape_pattern(shape: tuple[str, int]) -> str:
+def _shape_pattern(shape: tuple[str, int, bool]) -> str:
     chars = dict(_CLASSES)[shape[0]]
-    return f"(?<![{chars}])[{chars}]{{{shape[1]}}}(?![{chars}])"
+    n = shape[1]
+    digit = f"(?=[{chars}]{{0,{n - 1}}}[0-9])" if shape[2] else ""
+    return f"(?<![{chars}]){digit}[{chars}]{{{n}}}(?![{chars}])"
 
 
 class KeyRegistry:
@@ -87,14 +97,24 @@ class KeyRegistry:
 
     def __init__(self, keys: Iterable[str] = ()) -> None:
         self._keys: set[str] = set()
-        self._shapes: set[tuple[str, int]] = set()
+        self._counted: set[str] = set()
+        self._shapes: set[tuple[str, int, bool]] = set()
         self._regex: list[re.Pattern[str]] | None = None
         for key in keys:
             self.add(key)
 
-    def add(self, key: str) -> None:
-        """Register ``key`` (pseudonyms and the no-key marker are ignored)."""
-        if not key or is_redacted(key) or key in self._keys:
+    def add(self, key: str, *, counted: bool = True) -> None:
+        """Register ``key`` (pseudonyms and the no-key marker are ignored).
+
+        ``counted=False`` registers a credential-like string that is not a row's key (a
+        Basic-auth token, an opaque URL token): it is redacted and scanned for like a
+        key, but not counted in :func:`len`.
+        """
+        if not key or is_redacted(key):
+            return
+        if counted:
+            self._counted.add(key)
+        if key in self._keys:
             return
         self._keys.add(key)
         shape = key_shape(key)
@@ -103,14 +123,14 @@ class KeyRegistry:
         self._regex = None
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._counted)
 
     def __contains__(self, key: object) -> bool:
         return key in self._keys
 
     @property
     def keys(self) -> frozenset[str]:
-        """The raw keys (for the post-write scan only)."""
+        """Every registered string, keys and other credentials (for the scan only)."""
         return frozenset(self._keys)
 
     def _patterns(self) -> list[re.Pattern[str]]:
@@ -154,19 +174,114 @@ def redact_text(text: str, keys: Iterable[str]) -> str:
     return _registry_for(tuple(sorted(set(keys)))).redact(text)
 
 
-def split_url(url: str) -> tuple[str, str, str, list[str]]:
-    """``(scheme, host, path, keys)`` of a URL; ``keys`` are key-named query values."""
+OPAQUE_TOKEN_RE = re.compile(r"[A-Za-z0-9_\-]{20,512}")
+_LB_KEY_RE = re.compile(r"[A-Za-z0-9_\-]{8,512}")
+_V2_KEY_RE = re.compile(r"[A-Za-z0-9_\-]{16,512}")
+_V3_KEY_RE = re.compile(r"[0-9a-fA-F]{32}")
+
+
+_CHAIN_DATA_RE = re.compile(r"0x[0-9a-fA-F]*")
+
+
+def is_opaque_token(text: str) -> bool:
+    """A long opaque token: 20+ URL-safe characters with at least one digit and one
+    letter (what API keys, project ids and access tokens look like; words do not).
+    ``0x``-prefixed hex (addresses, hashes: public chain data) is not one."""
+    return bool(OPAQUE_TOKEN_RE.fullmatch(text)) and any(c.isdigit() for c in text) \
+        and any(c.isalpha() for c in text) and not _CHAIN_DATA_RE.fullmatch(text)
+
+
+@dataclass(frozen=True)
+class UrlParts:
+    """A URL taken apart for import: where it went and every credential it carries.
+
+    ``path`` is the path with every credential segment replaced by ``{key}``;
+    ``keys`` are the credentials in the order a row's key is taken from them (userinfo,
+    key-named query parameters, key path segments); ``secrets`` are every other opaque
+    token in the path or query (redacted and scanned for, not used as a key).
+    """
+
+    scheme: str
+    host: str
+    path: str
+    keys: tuple[str, ...]
+    secrets: tuple[str, ...]
+    credential_segments: int
+
+
+def _path_keys(segments: list[str]) -> set[int]:
+    """Indexes of path segments that hold a credential (documented provider forms:
+    ``/v1/lb/<key>``, ``/v2/<key>``, ``/v3/<32 hex>``; and any long opaque token)."""
+    found = set()
+    for i, seg in enumerate(segments):
+        prev = segments[i - 1] if i else ""
+        prev2 = segments[i - 2] if i > 1 else ""
+        if is_opaque_token(seg) \
+                or (prev == "lb" and prev2 == "v1" and _LB_KEY_RE.fullmatch(seg)) \
+                or (prev == "v2" and i == 2 and _V2_KEY_RE.fullmatch(seg)) \
+                or (prev == "v3" and i == 2 and _V3_KEY_RE.fullmatch(seg)):
+            found.add(i)
+    return found
+
+
+def parse_url(url: str) -> UrlParts:
+    """Take ``url`` apart (see :class:`UrlParts`); ValueError when it is not a URL."""
     parts = urlsplit(url)
-    keys = [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
-            if k.lower() in QUERY_KEY_NAMES and v]
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.path or "/", keys
+    host = (parts.hostname or "").lower()
+    keys: list[str] = []
+    secrets: list[str] = []
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    for cred in (password, user):
+        if cred and not key_problem(cred):
+            (secrets if keys else keys).append(cred)
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if not value:
+            continue
+        if name.lower() in QUERY_KEY_NAMES:
+            keys.append(value)
+        elif is_opaque_token(value):
+            secrets.append(value)
+    segments = (parts.path or "/").split("/")
+    cred = _path_keys(segments)
+    keys += [unquote(segments[i]) for i in sorted(cred)]
+    path = "/".join("{key}" if i in cred else seg for i, seg in enumerate(segments))
+    return UrlParts(parts.scheme.lower(), host, path or "/", tuple(keys), tuple(secrets),
+                    len(cred))
+
+
+def split_url(url: str) -> tuple[str, str, str, list[str]]:
+    """``(scheme, host, path, keys)`` of a URL (:func:`parse_url`, credentials in the
+    path replaced by ``{key}``)."""
+    u = parse_url(url)
+    return u.scheme, u.host, u.path, list(u.keys)
+
+
+def authorization_credentials(value: str) -> tuple[str | None, tuple[str, ...]]:
+    """``(key, other secrets)`` of an ``Authorization`` header value.
+
+    ``Bearer <token>``: the token. ``Basic <base64 user:password>``: the password (the
+    user when there is none); the base64 text and the user are secrets too.
+    """
+    scheme, _, token = value.strip().partition(" ")
+    token = token.strip()
+    if not token:
+        return None, ()
+    if scheme.lower() == "bearer":
+        return token, ()
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(token, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return None, (token,)
+        user, _, password = decoded.partition(":")
+        key = password or user or None
+        return key, tuple(s for s in (token, user) if s and s != key)
+    return None, ()
 
 
 def bearer_token(value: str) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header value."""
-    scheme, _, token = value.strip().partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
+    """The key of an ``Authorization`` header value (``Bearer`` or ``Basic``)."""
+    return authorization_credentials(value)[0]
 
 
 class KeySurvived(CapsimError):

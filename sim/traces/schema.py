@@ -10,11 +10,12 @@ column            Arrow type                   null   meaning
                                                       epoch, UTC (integers, so 12-second
                                                       window boundaries never tie on floats)
 ``api``           dictionary<int32, string>    no     ``rpc`` | ``search`` | ``streams``
-``method``        dictionary<int32, string>    no     rpc: the JSON-RPC method
-                                                      (``svc_call``, ``svc_pendingBlock``);
+``method``        dictionary<int32, string>    no     rpc: the JSON-RPC method as recorded
+                                                      (``svc_call``, ``eth_call``);
                                                       search: ``POST /v1/size`` for sizing,
                                                       other paths as ``METHOD /path``
-                                                      (query string dropped); websocket
+                                                      (credential segments as ``{key}``,
+                                                      query string dropped); websocket
                                                       handshakes: the stream
                                                       (``pending-txs``, ``new-blocks``,
                                                       ``pending-logs``, api ``streams``) or
@@ -38,6 +39,10 @@ column            Arrow type                   null   meaning
 ``body_hash``     string                       yes    sha256 of the canonical request body,
                                                       first 16 lowercase hex digits; equal
                                                       hashes mark the same request (retries)
+``notification``  bool                         yes    true for a JSON-RPC notification (no
+                                                      ``id``: the server sends no reply);
+                                                      optional when reading (traces written
+                                                      before it existed lack it)
 ================  ===========================  =====  =====================================
 
 File-level key-value metadata: ``capsim.trace_version = "1"`` and
@@ -90,8 +95,10 @@ SCHEMA = pa.schema([
     pa.field("status", pa.int32()),
     pa.field("latency_ms", pa.float64()),
     pa.field("body_hash", pa.string()),
+    pa.field("notification", pa.bool_()),
 ])
 COLUMNS = tuple(SCHEMA.names)
+OPTIONAL_COLUMNS = ("notification",)
 REQUIRED = ("time_ns", "api", "method", "key")
 
 
@@ -139,6 +146,11 @@ class TraceWriter:
         self._buffered += table.num_rows
         while self._buffered >= self.chunk_rows:
             self._flush(self.chunk_rows)
+
+    @property
+    def buffered(self) -> int:
+        """Rows written but not yet flushed to a row group."""
+        return self._buffered
 
     def _flush(self, n: int) -> None:
         table = pa.concat_tables(self._buffer)
@@ -188,7 +200,7 @@ def open_trace(path: str | os.PathLike) -> pq.ParquetFile:
         raise CapsimError(f"unsupported trace version; expected {TRACE_VERSION}", file=label,
                           field=META_VERSION)
     names = set(pf.schema_arrow.names)
-    missing = [c for c in COLUMNS if c not in names]
+    missing = [c for c in COLUMNS if c not in names and c not in OPTIONAL_COLUMNS]
     if missing:
         pf.close()
         raise CapsimError(f"missing columns {', '.join(missing)}", file=label)

@@ -175,12 +175,17 @@ def trace_stats(path: str | os.PathLike, *, pricing: Pricing | None = None,
     notes: Counter = Counter()
     parts: list[tuple[np.ndarray, ...]] = []
     basis_rows = np.zeros(4, dtype=np.int64)
-    rows, t_min, t_max = 0, None, None
+    rows, t_min, t_max, notifications = 0, None, None, 0
+    has_notes = "notification" in pf.schema_arrow.names  # optional column
     try:
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=_COLUMNS):
+        for batch in pf.iter_batches(batch_size=chunk_rows,
+                                     columns=_COLUMNS + ["notification"] * has_notes):
             if batch.num_rows == 0:
                 continue
             rows += batch.num_rows
+            if has_notes:
+                notifications += int(pc.sum(pc.fill_null(
+                    batch.column("notification").cast("int64"), 0)).as_py() or 0)
             t = _np(batch.column("time_ns")).astype(np.int64)
             t_min = int(t.min()) if t_min is None else min(t_min, int(t.min()))
             t_max = int(t.max()) if t_max is None else max(t_max, int(t.max()))
@@ -205,8 +210,22 @@ def trace_stats(path: str | os.PathLike, *, pricing: Pricing | None = None,
     finally:
         source = (pf.metadata.metadata or {}).get(b"capsim.source_file", b"").decode()
         pf.close()
-    return _assemble(str(path), source, rows, t_min, t_max, parts, counts, notes, basis_rows)
+    out = _assemble(str(path), source, rows, t_min, t_max, parts, counts, notes, basis_rows)
+    out["notifications"] = notifications
+    default = sorted(m for m in counts["method"] if _is_rpc_name(m)
+                     and m not in pricing.rpc.method_cu)
+    if default:
+        out["notes"].append(
+            f"RPC methods not in [pricing.rpc.method_cu], priced at default_method_cu "
+            f"({pricing.rpc.default_method_cu:g} CU): {', '.join(default[:10])}"
+            + (f" and {len(default) - 10} more" if len(default) > 10 else "")
+            + "; replay them with [sources.replay] method_map or price them there")
+    return out
 
+
+def _is_rpc_name(method: str) -> bool:
+    """A recorded JSON-RPC method name (not a sizing/Search path, not a stream)."""
+    return " " not in method and method not in WEBSOCKET_METHODS
 
 def _assemble(path: str, source: str, rows: int, t_min, t_max, parts, counts, notes,
               basis_rows) -> dict[str, Any]:
@@ -260,6 +279,7 @@ def _assemble(path: str, source: str, rows: int, t_min, t_max, parts, counts, no
         "recommended_tier_reserve_view": tier(float(view[view_i])),
         "counts": {name: _count_dict(c) for name, c in counts.items()},
         "notes": [f"{what}: {n:,} rows" for what, n in sorted(notes.items())],
+        # methods are shown as recorded (eth_call stays eth_call; see method_map)
     })
     return out
 
@@ -297,6 +317,9 @@ def render_stats(stats: dict[str, Any], top: int = 10) -> str:
     alt = stats["recommended_tier_reserve_view"]
     if alt != tier:
         lines.append("  counting reservations: " + (alt["name"] if alt else "none fits"))
+    if stats.get("notifications"):
+        lines.append(f"JSON-RPC notifications (no reply expected): "
+                     f"{stats['notifications']:,} rows")
     if stats["websocket_handshakes"]:
         lines.append(f"  ({stats['websocket_handshakes']:,} websocket handshakes: only tiers "
                      "with a websocket cap were considered)")

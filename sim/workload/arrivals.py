@@ -19,11 +19,12 @@ import math
 from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
+from ..strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
 from ..vocabulary import DAY_S, HOUR_S
 
-_NonNegative = Annotated[float, Field(ge=0)]
+_NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]
 
 
@@ -90,7 +91,7 @@ def _clock_knots(duration_s: float, day_offset_s: float, step_s: float) -> np.nd
 class _Arrivals(BaseModel):
     """Subclasses implement ``_draw``, ``_mean`` and ``_variance`` for a duration > 0."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = STRICT_CONFIG
 
     def times(
         self, rng: np.random.Generator, duration_s: float, day_offset_s: float = 0.0
@@ -137,7 +138,7 @@ class Poisson(_PoissonLike):
     """Homogeneous Poisson arrivals at ``rate`` per second."""
 
     process: Literal["poisson"] = "poisson"
-    rate: float = Field(ge=0)
+    rate: FiniteFloat = Field(ge=0)
 
     @property
     def mean_rate(self) -> float:
@@ -153,8 +154,8 @@ class ConstantRate(_Arrivals):
     count in ``[0, T)`` is exactly ``max(0, ceil(rate * T - phase))``."""
 
     process: Literal["constant"] = "constant"
-    rate: float = Field(ge=0)
-    phase: float = Field(default=0.0, ge=0, lt=1)
+    rate: FiniteFloat = Field(ge=0)
+    phase: FiniteFloat = Field(default=0.0, ge=0, lt=1)
 
     @property
     def mean_rate(self) -> float:
@@ -190,10 +191,10 @@ class OnOff(_Arrivals):
     """
 
     process: Literal["onoff"] = "onoff"
-    rate_on: float = Field(ge=0)
-    rate_off: float = Field(default=0.0, ge=0)
-    mean_on_s: float = Field(gt=0)
-    mean_off_s: float = Field(gt=0)
+    rate_on: FiniteFloat = Field(ge=0)
+    rate_off: FiniteFloat = Field(default=0.0, ge=0)
+    mean_on_s: FiniteFloat = Field(gt=0)
+    mean_off_s: FiniteFloat = Field(gt=0)
     start: Literal["on", "off", "stationary"] = "stationary"
 
     @property
@@ -265,10 +266,10 @@ class DailyProfile(_PoissonLike):
     """
 
     process: Literal["daily"] = "daily"
-    rate: float = Field(ge=0)
+    rate: FiniteFloat = Field(ge=0)
     hourly_weights: _Weights | None = None
-    peak_hour: Annotated[float, Field(ge=0, le=24)] | None = None
-    amplitude: Annotated[float, Field(ge=0, le=1)] | None = None
+    peak_hour: Annotated[FiniteFloat, Field(ge=0, le=24)] | None = None
+    amplitude: Annotated[FiniteFloat, Field(ge=0, le=1)] | None = None
 
     @model_validator(mode="after")
     def _one_shape(self) -> DailyProfile:
@@ -340,11 +341,11 @@ class BlockSync(_Arrivals):
     """
 
     process: Literal["block"] = "block"
-    per_block: int = Field(ge=1)
-    slot_s: float = Field(default=12.0, gt=0)
-    offset_s: float = 0.0
-    jitter_s: float = Field(default=0.0, ge=0)
-    miss_probability: float = Field(default=0.0, ge=0, le=1)
+    per_block: StrictInt = Field(ge=1)
+    slot_s: FiniteFloat = Field(default=12.0, gt=0)
+    offset_s: FiniteFloat = 0.0
+    jitter_s: FiniteFloat = Field(default=0.0, ge=0)
+    miss_probability: FiniteFloat = Field(default=0.0, ge=0, le=1)
 
     @model_validator(mode="after")
     def _offset_within_slot(self) -> BlockSync:
@@ -398,10 +399,10 @@ class Ramp(_PoissonLike):
     second) between ``ramp_start_s`` and ``ramp_end_s``, constant before and after."""
 
     process: Literal["ramp"] = "ramp"
-    start_rate: float = Field(ge=0)
-    end_rate: float = Field(ge=0)
-    ramp_start_s: float = Field(default=0.0, ge=0)
-    ramp_end_s: float = Field(gt=0)
+    start_rate: FiniteFloat = Field(ge=0)
+    end_rate: FiniteFloat = Field(ge=0)
+    ramp_start_s: FiniteFloat = Field(default=0.0, ge=0)
+    ramp_end_s: FiniteFloat = Field(gt=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> Ramp:
@@ -422,9 +423,9 @@ class Spikes(_PoissonLike):
     merge rather than add up."""
 
     process: Literal["spikes"] = "spikes"
-    base_rate: float = Field(ge=0)
-    spike_rate: float = Field(ge=0)
-    spike_duration_s: float = Field(gt=0)
+    base_rate: FiniteFloat = Field(ge=0)
+    spike_rate: FiniteFloat = Field(ge=0)
+    spike_duration_s: FiniteFloat = Field(gt=0)
     at_s: tuple[_NonNegative, ...] = ()
 
     def _profile(self, duration_s, day_offset_s):

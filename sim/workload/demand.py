@@ -172,13 +172,13 @@ def build_tables(loaded: LoadedScenario, extra_methods: dict | None = None,
 def build_plan(loaded: LoadedScenario) -> Plan:
     """Draw the open-loop demand and set up closed-loop drawers for a scenario."""
     sc = loaded.scenario
-    traces = {i: load_source_trace(src, i, loaded) for i, src in enumerate(sc.sources)
+    notes: list[str] = []
+    traces = {i: load_source_trace(src, i, loaded, notes) for i, src in enumerate(sc.sources)
               if src.trace is not None}
     extra = extra_methods(list(traces.values()), set(sc.methods))
     tables = build_tables(loaded, extra, trace_keys(list(traces.values())))
     parts: list[tuple[np.ndarray, ...]] = []
     closed: list[int] = []
-    notes: list[str] = []
     for i, src in enumerate(sc.sources):
         key = tables.keys.index(src.key)
         region = tables.regions.index(sc.region_of(src))

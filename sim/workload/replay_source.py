@@ -3,7 +3,8 @@
 The trace (canonical table, see the README) is loaded with :func:`sim.traces.replay.load_replay`
 (speed, load multiplier, phase shift, time range, recorded retries dropped) and its rows
 become open-loop logical requests at their recorded times, ``t_s = 0`` being the
-scenario's start. Recorded CU and gas used are used where present, else the pricing and
+scenario's start. Recorded RPC methods are renamed by ``replay.method_map`` first
+(:mod:`.method_map`). Recorded CU and gas used are used where present, else the pricing and
 the source's sizing distributions fill them in; service times are drawn per method.
 Websocket handshakes in a trace are not replayed as HTTP requests (model them with
 ``[[streams]]``); rows past the scenario's duration are left out. Both are counted in
@@ -21,6 +22,7 @@ from ..redact import pseudonym
 from ..rng import stream
 from ..scenario_model import Method, Source
 from ..vocabulary import SIZE_METHOD
+from .method_map import apply_method_map, check_targets, describe
 
 _CU_DECIMALS = 6
 
@@ -36,17 +38,26 @@ def trace_path(src: Source, index: int, scenario_path: str) -> Path:
     return path
 
 
-def load_source_trace(src: Source, index: int, loaded):
-    """Load a trace source's rows (a :class:`ReplayTrace`)."""
+def load_source_trace(src: Source, index: int, loaded, notes: list[str] | None = None):
+    """Load a trace source's rows (a :class:`ReplayTrace`), recorded RPC methods renamed
+    by ``replay.method_map`` (:mod:`.method_map`); what became of each recorded method
+    goes to ``notes``."""
     from ..traces.replay import load_replay
 
     sc = loaded.scenario
     r = src.replay
-    return load_replay(
+    check_targets(r.method_map, set(sc.methods), loaded.pricing.rpc.method_cu, loaded.path,
+                  index)
+    rt = load_replay(
         trace_path(src, index, loaded.path), speed=r.speed, load_multiplier=r.load_multiplier,
         phase_shift_s=r.phase_shift_s, time_range_s=r.time_range_s,
         drop_recorded_retries=r.drop_recorded_retries,
         rng=stream(sc.seed, "source", src.name, "replay"))
+    rt, listing = apply_method_map(rt, r.method_map)
+    if notes is not None:
+        notes += describe(src.name, listing, r.method_map, set(sc.methods),
+                          loaded.pricing.rpc.cost)
+    return rt
 
 
 def extra_methods(traces: list, known: set[str]) -> dict[str, Method]:

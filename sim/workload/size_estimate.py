@@ -1,0 +1,246 @@
+"""How big a run will be, known before any demand is drawn, and the guard that refuses
+a run the machine cannot hold.
+
+A run keeps every logical request (the demand, once) and every attempt (per tier) in
+memory until the report is written. :func:`estimate` counts them from closed forms
+only, never by drawing:
+
+* an open-loop source: its arrival process's exact mean count over the duration
+  (``expected_count``; for ``block`` with very many slots, its long-run rate times the
+  duration plus two slots, so the estimate itself stays O(1));
+* closed-loop workers: each cycle takes at least a round trip, the mean service time and
+  the mean think time, so a worker sends about ``duration / (rtt + service + think)``;
+* a trace source: the file's row count (Parquet metadata) times ``load_multiplier``;
+* ``[[streams]]``: handshakes (one per connection, plus one per session, drop and
+  scheduled blip) and the deliveries of the published events to each connection.
+
+Memory is ``requests * BYTES_PER_REQUEST + attempts * tiers * BYTES_PER_ATTEMPT``, with
+figures measured by ``benchmarks/bench_memory.py``. :func:`check` refuses (a
+:class:`~sim.errors.CapsimError`, exit code 2) a run whose estimate, one attempt per
+request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
+``--max-requests`` / ``max_requests`` limit; retries can multiply the attempts by up to
+``max_attempts``, which :func:`check` reports as a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CapsimError
+from ..scenario import LoadedScenario
+from ..scenario_model import Scenario, Source
+from .arrivals import BlockSync
+
+# ``python3 benchmarks/bench_memory.py`` (whole ``capsim run``, peak RSS, 0.2 and 0.8
+# million requests on 1 and 3 tiers) measured 675 bytes per request on 1 tier and 1,056
+# on 3 tiers (slopes), a least-squares fit of 250 + 308 per tier over a 294 MiB base; a
+# 9-tier run of 0.2 million requests peaked at 914 MiB. The figures below give at least
+# every measured peak: 500 + 320 = 820 >= 675, 500 + 960 = 1,460 >= 1,056, 945 >= 914 MiB.
+BYTES_PER_REQUEST = 500
+"""Peak bytes one logical request costs once per run (the drawn demand, its temporaries)."""
+BYTES_PER_ATTEMPT = 320
+"""Peak bytes one attempt costs per tier (row buffers, arrays, frames, the report)."""
+BASE_BYTES = 300 * 2**20
+"""Interpreter, libraries and a small run."""
+SAFETY_FRACTION = 0.8
+"""Share of the available memory a run may plan to use."""
+_MAX_EXACT_SLOTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class SourceSize:
+    """Expected counts of one source over the run (per tier)."""
+
+    name: str
+    kind: str  # "arrival", "workers", "trace" or "streams"
+    requests: float  # logical requests, or websocket handshakes for "streams"
+    max_attempts: int  # attempts one request can take with retries
+    deliveries: float = 0.0  # websocket events delivered to the source's connections
+
+
+@dataclass(frozen=True)
+class SizeEstimate:
+    """What a run will hold: requests, attempts per tier and the bytes they need."""
+
+    sources: tuple[SourceSize, ...]
+    tiers: int
+    jobs: int = 1
+
+    @property
+    def requests(self) -> float:
+        """Logical HTTP requests and websocket handshakes (rows of the attempt table)."""
+        return sum(s.requests for s in self.sources)
+
+    @property
+    def deliveries(self) -> float:
+        """Websocket event deliveries (simulated, not stored)."""
+        return sum(s.deliveries for s in self.sources)
+
+    @property
+    def simulated(self) -> float:
+        """Everything simulated per tier: requests, handshakes and deliveries."""
+        return self.requests + self.deliveries
+
+    def bytes_needed(self, retries: bool = False) -> float:
+        """Peak memory, with one attempt per request or (``retries``) every retry."""
+        http = sum(s.requests for s in self.sources if s.kind != "streams")
+        attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
+        copies = 1 + (min(self.jobs, self.tiers) if self.jobs > 1 else 0)
+        return (BASE_BYTES + http * BYTES_PER_REQUEST * copies
+                + attempts * self.tiers * BYTES_PER_ATTEMPT)
+
+    def describe(self) -> str:
+        """``about 3.6e08 requests per tier (arrival 'a': 3.6e08) on 9 tier(s)``."""
+        top = sorted(self.sources, key=lambda s: -s.requests)[:3]
+        parts = ", ".join(f"{s.kind} {s.name!r}: {_num(s.requests)}" for s in top)
+        more = ", ..." if len(self.sources) > 3 else ""
+        text = f"about {_num(self.requests)} requests per tier ({parts}{more})"
+        if self.deliveries:
+            text += f" and {_num(self.deliveries)} websocket deliveries"
+        return text + f" on {self.tiers} tier(s)"
+
+
+def estimate(loaded: LoadedScenario, jobs: int = 1) -> SizeEstimate:
+    """Expected counts of every source of ``loaded``, from closed forms (nothing drawn)."""
+    sc = loaded.scenario
+    sizes = []
+    for i, src in enumerate(sc.sources):
+        attempts = _max_attempts(sc, src)
+        if src.arrival is not None:
+            sizes.append(SourceSize(src.name, "arrival", _arrivals(src.arrival, sc), attempts))
+        elif src.workers is not None:
+            sizes.append(SourceSize(src.name, "workers", _workers(sc, src), attempts))
+        else:
+            sizes.append(SourceSize(src.name, "trace", _trace_rows(loaded, src, i), attempts))
+    sizes += _streams(sc)
+    return SizeEstimate(tuple(sizes), len(loaded.tiers), jobs)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x < 1e6 else f"{x:.2g}".replace("e+", "e")
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**40:,.1f} TiB" if x >= 2**40 else f"{x / 2**30:,.1f} GiB"
+
+
+def _max_attempts(sc: Scenario, src: Source) -> int:
+    retry = sc.clients[src.client].retry
+    return 1 if retry.policy == "none" else retry.max_attempts
+
+
+def _arrivals(spec, sc: Scenario) -> float:
+    T = sc.duration_s
+    if isinstance(spec, BlockSync) and T / spec.slot_s > _MAX_EXACT_SLOTS:
+        return spec.mean_rate * T + 2 * spec.per_block
+    return spec.expected_count(T, sc.day_offset_s)
+
+
+def _workers(sc: Scenario, src: Source) -> float:
+    rtt = next(r.rtt_ms for r in sc.regions if r.name == sc.region_of(src)) / 1000.0
+    total = sum(src.mix.values())
+    service = sum(w / total * sc.methods[m].service_time.mean for m, w in src.mix.items())
+    cycle = rtt + service + src.workers.think.mean
+    if cycle <= 0:
+        raise CapsimError("closed-loop workers with zero round trip, service and think time "
+                          "never advance the clock; give the region an rtt_ms or the workers "
+                          "a think time", field=f"sources[{sc.sources.index(src)}].workers")
+    return src.workers.count * (sc.duration_s / cycle + 1)
+
+
+def _trace_rows(loaded: LoadedScenario, src: Source, index: int) -> float:
+    import pyarrow.parquet as pq
+
+    from .replay_source import trace_path
+
+    try:
+        rows = pq.ParquetFile(trace_path(src, index, loaded.path)).metadata.num_rows
+    except CapsimError:
+        raise
+    except Exception:  # not a readable Parquet file: the trace loader says why
+        return 0.0
+    return rows * src.replay.load_multiplier
+
+
+def _streams(sc: Scenario) -> list[SourceSize]:
+    T = sc.duration_s
+    out = []
+    for c in sc.streams:
+        rate = sc.ws.source(c.stream).mean_rate
+        if c.arrival is not None:
+            sessions = _arrivals(c.arrival, sc)
+            mean_session = c.session.mean if c.session is not None else T
+            out.append(SourceSize(c.name, "streams", sessions, 1,
+                                  rate * sessions * min(mean_session, T)))
+            continue
+        per_conn = 1.0 + len(c.faults.drop_all_at_s)
+        if c.faults.mean_time_between_drops_s:
+            per_conn += T / c.faults.mean_time_between_drops_s
+        if c.session is not None:
+            per_conn += T / max(c.session.mean + c.gap.mean, sc.ws.min_retry_s)
+        attempts = c.reconnect.max_attempts or max(1, math.ceil(T / sc.ws.min_retry_s / per_conn))
+        out.append(SourceSize(c.name, "streams", c.connections * per_conn, attempts,
+                              rate * T * c.connections))
+    return out
+
+
+def available_memory_bytes() -> int | None:
+    """Memory this process can still use: ``MemAvailable``, capped by a cgroup limit."""
+    found = []
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    if not found:  # no /proc (not Linux): free physical pages
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            found.append(max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def check(loaded: LoadedScenario, *, max_requests: int | None = None, jobs: int = 1,
+          available: int | None = None) -> tuple[SizeEstimate, list[str]]:
+    """Refuse a run too large for the machine or the limit; return the estimate and
+    warnings (a run that fits unless retries multiply its attempts).
+
+    ``max_requests`` (``--max-requests``) wins over the scenario's ``max_requests``;
+    ``available`` defaults to :func:`available_memory_bytes`.
+    """
+    size = estimate(loaded, jobs)
+    limit = max_requests if max_requests is not None else loaded.scenario.max_requests
+    change = ("shorten the duration (--set duration=...), lower the rates, simulate fewer "
+              "tiers (--tier)")
+    if limit is not None and size.simulated > limit:
+        raise CapsimError(
+            f"run too large: {size.describe()}, over the limit of {limit:,} simulated "
+            f"requests (--max-requests or max_requests); {change}, or raise the limit",
+            file=loaded.path)
+    if available is None:
+        available = available_memory_bytes()
+    warnings = []
+    if available is not None:
+        budget = SAFETY_FRACTION * available
+        need = size.bytes_needed()
+        if need > budget:
+            raise CapsimError(
+                f"run too large for this machine: {size.describe()}, needing about "
+                f"{_gib(need)} of memory; {_gib(available)} available "
+                f"({SAFETY_FRACTION:.0%} usable). "
+                f"{change[0].upper()}{change[1:]}, or set --max-requests to stop such runs "
+                "early", file=loaded.path)
+        worst = size.bytes_needed(retries=True)
+        if worst > budget:
+            warnings.append(
+                f"with every retry this run could need {_gib(worst)} of memory "
+                f"({_gib(available)} available); it fits without retries ({_gib(need)})")
+    return size, warnings

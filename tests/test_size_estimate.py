@@ -1,0 +1,204 @@
+"""The run-size guard: estimates from closed forms, refused before any demand is drawn."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from sim import runner
+from sim.cli import main
+from sim.errors import CapsimError
+from sim.scenario import load, validate
+from sim.tiers import find_tier
+from sim.workload import demand, size_estimate
+from sim.workload.size_estimate import SAFETY_FRACTION, check, estimate
+
+BIG = """name = "big"
+duration = "1h"
+[account]
+keys = ["k1"]
+[[sources]]
+name = "a"
+key = "k1"
+arrival = { process = "poisson", rate = 1e5 }
+"""
+GIB = 2**30
+
+
+def _never_draw(monkeypatch):
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("demand was drawn")
+    monkeypatch.setattr(demand, "build_plan", refuse)
+    monkeypatch.setattr(runner, "build_plan", refuse)
+
+
+@pytest.mark.parametrize("rate, shown", [("1e5", "3.6e08"), ("1e6", "3.6e09"),
+                                         ("1e9", "3.6e12")])
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_a_run_too_large_for_the_machine_stops_before_drawing(tmp_path, monkeypatch, rate,
+                                                               shown, command):
+    monkeypatch.setattr(size_estimate, "available_memory_bytes", lambda: 16 * GIB)
+    _never_draw(monkeypatch)
+    path = tmp_path / "big.toml"
+    path.write_text(BIG)
+    out = tmp_path / "out"
+    args = [command, str(path), "--set", f"sources[0].arrival.rate={rate}"]
+    if command == "run":
+        args += ["--out", str(out), "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    msg = result.output
+    assert msg.startswith(f"capsim: error: {path}: run too large for this machine"), msg
+    assert f"about {shown} requests per tier" in msg and "16.0 GiB available" in msg
+    for advice in ("duration", "rates", "--tier", "--max-requests"):
+        assert advice in msg
+    assert not out.exists()
+
+
+def test_a_billion_per_second_is_refused_on_any_machine(tmp_path):
+    path = tmp_path / "big.toml"
+    path.write_text(BIG.replace("1e5", "1e9"))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2 and "run too large for this machine" in result.output
+
+
+def test_the_default_scenario_is_unaffected():
+    loaded = load(None)
+    size, warnings = check(loaded)
+    assert size.bytes_needed() < SAFETY_FRACTION * 4 * GIB  # fits a small laptop
+    assert warnings == []
+    result = CliRunner().invoke(main, ["validate", "sim/data/default.toml"])
+    assert result.exit_code == 0 and "requests per tier" in result.output
+
+
+def test_max_requests_from_the_option_or_the_scenario(tmp_path, monkeypatch):
+    _never_draw(monkeypatch)
+    path = tmp_path / "s.toml"
+    path.write_text(BIG.replace("1e5", "10").replace('"1h"', "100"))  # 1,000 requests
+    run = CliRunner().invoke
+    assert run(main, ["validate", str(path), "--max-requests", "1001"]).exit_code == 0
+    result = run(main, ["validate", str(path), "--max-requests", "999"])
+    assert result.exit_code == 2 and "over the limit of 999" in result.output, result.output
+    assert "about 1,000 requests per tier" in result.output
+    result = run(main, ["validate", str(path), "--set", "max_requests=500"])
+    assert result.exit_code == 2 and "over the limit of 500" in result.output
+    assert run(main, ["validate", str(path), "--set", "max_requests=500",
+                      "--max-requests", "2000"]).exit_code == 0
+
+
+def _loaded(sources: str, extra: str = "", duration: float = 3600.0, tiers='["RPC"]'):
+    import tomllib
+    raw = tomllib.loads(f'name = "t"\nduration = {duration}\ntiers = {tiers}\n'
+                        f'[account]\nkeys = ["k1"]\n{extra}\n{sources}')
+    return validate(raw, "test")
+
+
+def test_open_loop_counts_are_the_processes_own_means():
+    loaded = _loaded("""
+[[sources]]
+name = "p"
+key = "k1"
+arrival = { process = "poisson", rate = 2.5 }
+[[sources]]
+name = "c"
+key = "k1"
+arrival = { process = "constant", rate = 0.3 }
+[[sources]]
+name = "b"
+key = "k1"
+arrival = { process = "block", per_block = 7, slot_s = 12, miss_probability = 0.25 }
+""", duration=3600)
+    got = {s.name: s.requests for s in estimate(loaded).sources}
+    assert got["p"] == pytest.approx(2.5 * 3600)
+    assert got["c"] == 1080  # ceil(0.3 * 3600) arrivals at k / 0.3 < 3600
+    assert got["b"] == pytest.approx(7 * 0.75 * 300)  # 300 slots at 0, 12, ..., 3588
+
+
+def test_a_block_process_with_tiny_slots_is_estimated_without_enumerating_them():
+    loaded = _loaded("""
+[[sources]]
+name = "b"
+key = "k1"
+arrival = { process = "block", per_block = 1, slot_s = 1e-6 }
+""", duration=86400)
+    (src,) = estimate(loaded).sources
+    assert src.requests == pytest.approx(86400 / 1e-6, rel=1e-9)
+
+
+def test_closed_loop_workers_are_bounded_by_their_cycle_and_match_a_run():
+    """rtt 0.1 s + service 0.05 s + think 0.35 s: a 0.5 s cycle, 4 workers, 600 s,
+    so about 4 * 600 / 0.5 = 4,800 requests on a tier that never throttles."""
+    loaded = _loaded("""
+[[regions]]
+name = "r"
+rtt_ms = 100
+[methods.svc_call]
+service_time = { dist = "constant", value = 0.05 }
+[[sources]]
+name = "w"
+key = "k1"
+workers = { count = 4, think = { dist = "constant", value = 0.35 } }
+""", duration=600, tiers='["Advanced bundle"]')
+    (src,) = estimate(loaded).sources
+    assert src.requests == pytest.approx(4 * (600 / 0.5 + 1))
+    from sim.model.engine import TierRun
+    result = TierRun(demand.build_plan(loaded), find_tier("Advanced bundle")).run()
+    sent = len(result.requests["request_id"])
+    assert sent <= src.requests and sent >= 0.98 * src.requests, (sent, src.requests)
+
+
+def test_workers_that_never_advance_the_clock_are_refused():
+    loaded = _loaded("""
+[[regions]]
+name = "r"
+rtt_ms = 0
+[methods.svc_call]
+service_time = { dist = "constant", value = 0 }
+[[sources]]
+name = "w"
+key = "k1"
+workers = { count = 1, think = { dist = "constant", value = 0 } }
+""")
+    with pytest.raises(CapsimError, match="never advance the clock"):
+        estimate(loaded)
+
+
+def test_streams_count_handshakes_and_deliveries():
+    """new-blocks every 12 s: 300 events in 3,600 s, each delivered to 5 connections."""
+    loaded = _loaded("""
+[[streams]]
+name = "ws"
+key = "k1"
+stream = "new-blocks"
+connections = 5
+faults = { mean_time_between_drops_s = 600 }
+""")
+    (src,) = estimate(loaded).sources
+    assert src.kind == "streams"
+    assert src.requests == pytest.approx(5 * (1 + 3600 / 600))
+    assert src.deliveries == pytest.approx(5 * 3600 / 12)
+
+
+def test_retries_that_might_not_fit_give_a_warning(monkeypatch):
+    loaded = _loaded("""
+[[sources]]
+name = "p"
+key = "k1"
+arrival = { process = "poisson", rate = 10 }
+""")
+    size = estimate(loaded)
+    one, worst = size.bytes_needed(), size.bytes_needed(retries=True)
+    assert worst > one
+    available = math.ceil((one + worst) / 2 / SAFETY_FRACTION)
+    _, warnings = check(loaded, available=available)
+    assert len(warnings) == 1 and "with every retry" in warnings[0]
+    with pytest.raises(CapsimError, match="run too large for this machine"):
+        check(loaded, available=math.floor(one / SAFETY_FRACTION) - 1)
+
+
+def test_available_memory_is_read_from_the_system():
+    avail = size_estimate.available_memory_bytes()
+    assert avail is None or avail > 0
