@@ -14,10 +14,11 @@ events (CU spent by publishing). Without a sidecar every attempt counts as HTTP/
 SNI on an existing connection.
 
 An attempt that opened a connection is replayed when its TLS handshake completed (the
-sidecar's ``t_open_s``), the others at their send time. Attempts within ``boundary_s`` of a 12-second window boundary (``epoch``
-alignment) are not compared -- which window they reached is a matter of transit time
--- and are counted (:attr:`Comparison.near_boundary`). Attempts whose reply was not an
-outcome of the model (a 404, a transport error) are counted as ``unmodelled``.
+sidecar's ``t_open_s``), the others at their send time. Attempts within ``boundary_s``
+of a 12-second window boundary (``epoch`` alignment) are not compared -- which window
+they reached is a matter of transit time -- and are counted
+(:attr:`Comparison.near_boundary`). Attempts whose reply was not an outcome of the
+model (a 404, a transport error) are counted as ``unmodelled``.
 """
 
 from __future__ import annotations
@@ -98,8 +99,16 @@ def _stream_of(method: str) -> str:
 
 
 def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
-            sidecar: str | Path | None = None, boundary_s: float = 0.0) -> Comparison:
-    """Replay ``trace`` through a fresh :class:`Admission` for ``tier`` and compare."""
+            sidecar: str | Path | None = None, boundary_s: float = 0.0,
+            times: str = "client") -> Comparison:
+    """Replay ``trace`` through a fresh :class:`Admission` for ``tier`` and compare.
+
+    ``times="server"`` replays each attempt at the service time the emulator decided it
+    (the sidecar's ``t_server_s``) instead: a diagnosis, telling mismatches caused by
+    transit (send order and time differ from arrival order and time) from the others.
+    """
+    if times not in ("client", "server"):
+        raise ValueError("times must be 'client' or 'server'")
     pf = open_trace(trace)
     tab = pf.read().to_pandas()
     pf.close()
@@ -132,10 +141,14 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         opened = rows["t_open_s"].to_numpy()
         known = ~np.isnan(opened)
         t_reach[idx[known]] = opened[known]
+        if times == "server":
+            known = ~np.isnan(t_server[idx])
+            t_reach[idx[known]] = t_server[idx][known]
         source[idx] = rows["source"].to_numpy()
         h2[idx[rows["kind"].to_numpy() == "handshake"]] = True
         for k, r in enumerate(side[side["row"] < 0].itertuples()):
-            events.append((r.t_s, 1, n + k, r.kind, {"stream": r.stream, "close": r.close}))
+            events.append((r.t_s, 1, n + k, r.kind, {"stream": r.stream, "close": r.close,
+                                                     "conn": int(r.conn)}))
     adm = Admission(loaded, tier)
     keys_ok = {pseudonym(k) for k in sc.account.keys}
     pricing = loaded.pricing
@@ -159,6 +172,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         events.append((t_reach[i], 2, int(i), "attempt", {"i": int(i)}))
     heapq.heapify(events)
     refused: set[int] = set()
+    ws_live: dict[int, bool] = {}
     result = Comparison()
     seq = 2 * n + len(events)
     while events:
@@ -170,11 +184,10 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             adm.connection_closed(now)
             continue
         if kind == "close":
-            if info["close"] != "exhausted":  # the service already freed an exhausted one
+            # Only a connection the model admitted holds a slot the model can free.
+            if ws_live.pop(info["conn"], None) is not None:
                 adm.websocket_closed(now, clean=info["close"] != "unclean",
                                      stale_expiry_s=expiry)
-            else:
-                adm.websocket_closed(now, clean=True, stale_expiry_s=0.0)
             continue
         if kind == "publish":
             adm.publish(now, info["stream"])
@@ -184,6 +197,8 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         key_ok = keys[i] in keys_ok
         if method in WEBSOCKET_METHODS:
             d = adm.handshake(now, _stream_of(method), key_ok=key_ok)
+            if d.name == "ok":
+                ws_live[int(conn[i])] = True
             recorded = HANDSHAKE_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
         else:
             c = int(conn[i])

@@ -17,6 +17,7 @@ carries ``x-capsim-t``, the service time at which the request was decided.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -404,8 +405,6 @@ class EmulatorApp:
 
 
 async def _quiet(coro) -> None:
-    """Send on a socket that may have gone away meanwhile."""
-    try:
+    """Send on a socket that may have gone away meanwhile (not the emulator's error)."""
+    with contextlib.suppress(Exception):
         await coro
-    except Exception:  # noqa: BLE001 -- a peer gone mid-send is not the emulator's error
-        pass

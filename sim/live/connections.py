@@ -119,7 +119,7 @@ class TrackedTCPServer(TCPServer):
         while not self.reader.at_eof():
             try:
                 data = await asyncio.wait_for(self.reader.read(MAX_RECV), self.config.read_timeout)
-            except (ConnectionError, OSError, asyncio.TimeoutError, TimeoutError, ssl.SSLError):
+            except (ConnectionError, OSError, TimeoutError, ssl.SSLError):
                 break
             else:
                 await self.protocol.handle(RawData(data))

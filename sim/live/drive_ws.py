@@ -93,7 +93,7 @@ class StreamDriver:
             if "Retry-After" in headers:
                 retry_after = float(headers["Retry-After"])
             t_server = float(headers.get("x-capsim-t", "nan"))
-        except (InvalidHandshake, OSError, asyncio.TimeoutError) as err:
+        except (TimeoutError, InvalidHandshake, OSError) as err:
             status = None
             d.errors[type(err).__name__] += 1
         t_end = d.clock.now()
@@ -141,10 +141,8 @@ class StreamDriver:
             return "server-closed"
 
         task = asyncio.get_running_loop().create_task(reader())
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(task), d.clock.wall(stop_at - d.clock.now()))
-        except asyncio.TimeoutError:
-            pass
         if task.done() and not task.cancelled() and task.exception() is None:
             result = task.result()
             return "exhausted" if result == "exhausted" else "clean"

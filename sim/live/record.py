@@ -118,7 +118,8 @@ class DriveRecorder:
         for field in SCHEMA:
             typ = field.type
             base = typ.value_type if pa.types.is_dictionary(typ) else typ
-            arr = pa.array(cols[field.name], base)
+            values = cols[field.name] if cols[field.name] else [None] * len(self)
+            arr = pa.array(values, base)  # columns the driver has nothing for are null
             arrays.append(arr.dictionary_encode() if pa.types.is_dictionary(typ) else arr)
         table = pa.Table.from_arrays(arrays, schema=SCHEMA)
         with TraceWriter(out) as writer:

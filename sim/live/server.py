@@ -8,6 +8,7 @@ closes the listening socket and its connections within a short grace period.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
 import ssl
@@ -99,10 +100,9 @@ async def serve(loaded: LoadedScenario, tier: Tier, options: ServeOptions,
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
+        # Outside the main thread (tests) there are no signals: ``stop`` is set instead.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass  # not the main thread (tests): ``stop`` is set by the caller
     host = f"[{options.host}]" if ":" in options.host else options.host
     announce(f"capsim serve: tier {tier.name!r}, time scale {options.time_scale:g}")
     announce(f"listening on https://{host}:{port} (HTTP/2 and HTTP/1.1)")
@@ -114,10 +114,8 @@ async def serve(loaded: LoadedScenario, tier: Tier, options: ServeOptions,
                                sockets=Sockets([sock], [], []), shutdown_trigger=stop.wait)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
         sock.close()
     announce("capsim serve: stopped")
 
