@@ -73,10 +73,17 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
               help="CA certificate to trust (the path `capsim serve` printed).")
 @click.option("--allow-remote", is_flag=True,
               help="Allow a --target that is not a loopback address.")
+@click.option("--boundary-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Leave out of the comparison attempts within this many wall "
+                   "milliseconds (scaled) of a 12-second window boundary.")
 @_set_option
-def drive(scenario, target, time_scale, out, ca_path, allow_remote, overrides):
+def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms, overrides):
     """Replay SCENARIO's demand against a running emulator with real HTTP/2 and websocket
-    clients, and write every attempt (status, latency) as a canonical trace."""
+    clients, and write every attempt (status, latency) as a canonical trace.
+
+    Then replays the trace as recorded through the simulator's policy objects for the
+    emulator's tier and prints how many decisions agree.
+    """
     from pathlib import Path
 
     from .live.drive import DriveOptions, run_drive
@@ -89,6 +96,18 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, overrides):
                            allow_remote=allow_remote)
     result = asyncio.run(run_drive(loaded, options, out_path))
     click.echo(result.describe())
+    from .compare_traces import compare
+    from .errors import CapsimError
+    from .tiers import find_tier
+
+    try:
+        tier = find_tier(result.tier, loaded.tiers)
+    except CapsimError:
+        click.echo(f"no comparison: the emulator's tier {result.tier!r} is not in {scenario}")
+        return
+    comparison = compare(loaded, tier, out_path, sidecar=result.sidecar,
+                         boundary_s=boundary_ms / 1e3 * result.time_scale)
+    click.echo(f"sim vs emulator ({tier.name}): {comparison.describe()}")
 
 
 __all__ = ["drive", "serve"]

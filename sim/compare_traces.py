@@ -13,8 +13,8 @@ HTTP/2 and SNI (421), websocket closes (clean or unclean: stale slots) and bille
 events (CU spent by publishing). Without a sidecar every attempt counts as HTTP/2 with
 SNI on an existing connection.
 
-An attempt that opened a connection is replayed when its TLS handshake completed (the
-sidecar's ``t_open_s``), the others at their send time. Attempts within ``boundary_s``
+An HTTP attempt is replayed when its request was written to its connection (the
+sidecar's ``t_wire_s``), a handshake at its send time. Attempts within ``boundary_s``
 of a 12-second window boundary (``epoch`` alignment) are not compared -- which window
 they reached is a matter of transit time -- and are counted
 (:attr:`Comparison.near_boundary`). Attempts whose reply was not an outcome of the
@@ -136,11 +136,11 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         h2[idx] = rows["http2"].to_numpy() & (rows["hostname"].to_numpy() != "")
         hostname[idx] = rows["hostname"].to_numpy()
         t_server[idx] = rows["t_server_s"].to_numpy()
-        # An attempt that opened a connection reached the service only after its TLS
-        # handshake: order connection opens by when the handshake completed.
-        opened = rows["t_open_s"].to_numpy()
-        known = ~np.isnan(opened)
-        t_reach[idx[known]] = opened[known]
+        # An attempt reaches the service when its request is written, after any wait for
+        # a stream or for a new connection's TLS handshake: replay it then.
+        wired = rows["t_wire_s"].to_numpy()
+        known = ~np.isnan(wired)
+        t_reach[idx[known]] = wired[known]
         if times == "server":
             known = ~np.isnan(t_server[idx])
             t_reach[idx[known]] = t_server[idx][known]

@@ -73,6 +73,7 @@ class DriveResult:
     errors: Counter = field(default_factory=Counter)
     start_s: float = 0.0
     time_scale: float = 1.0
+    tier: str = ""
 
     def describe(self) -> str:
         """A short human summary."""
@@ -307,13 +308,13 @@ class Driver:
                    "host": f"{hostname}:{self.target.port}"}
         opened: list[int] = []
 
-        tls_done: list[float] = []
+        wire: list[float] = []
 
         async def trace(event: str, info: dict) -> None:
             if event == "connection.connect_tcp.complete":
                 opened.append(_port(info.get("return_value")))
-            elif event == "connection.start_tls.complete":
-                tls_done.append(self.clock.now())
+            elif event.endswith(".send_request_headers.complete"):
+                wire.append(self.clock.now())
 
         ext = {"trace": trace}
         if source.sni:
@@ -357,7 +358,7 @@ class Driver:
             rid=rid, attempt=attempt, conn=conn, conn_new=conn_new,
             hostname=hostname if source.sni else "", http2=source.http2,
             reserve_cu=float(reserve), outcome=outcome, retry_after_s=retry_after,
-            t_open_s=tls_done[0] if conn_new and tls_done else math.nan)
+            t_wire_s=wire[0] if wire else math.nan)
         return outcome, retry_after
 
 
@@ -410,7 +411,8 @@ async def run_drive(loaded: LoadedScenario, options: DriveOptions, out: Path) ->
     driver = Driver(loaded, target, clock, tls, start, options.ca_path)
     await driver.run()
     sidecar = driver.recorder.write(out, f"capsim drive {loaded.scenario.name}")
-    result = DriveResult(out, sidecar, start_s=start, time_scale=scale)
+    result = DriveResult(out, sidecar, start_s=start, time_scale=scale,
+                         tier=str(health.get("tier", "")))
     result.outcomes.update(driver.recorder.outcomes())
     result.errors.update(driver.errors)
     return result

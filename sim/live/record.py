@@ -9,7 +9,9 @@ service milliseconds, so a driven trace reads like a recording of the scenario.
 The sidecar (``<trace stem>.live.parquet`` next to it) keeps what the canonical table
 has no column for and the comparison needs (:data:`SIDECAR_COLUMNS`): per attempt the
 connection it used and whether it opened it, the hostname (SNI) and protocol, the
-service time the emulator decided it (``t_server_s``, from ``x-capsim-t``); and the
+service time its request went on the wire (``t_wire_s``: after any wait for a stream
+or a new connection's TLS handshake) and the service time the emulator decided it
+(``t_server_s``, from ``x-capsim-t``); and the
 websocket lifecycle -- every close (``clean``, ``unclean``, ``exhausted``, ``end``)
 and every billed event received (``publish``).
 """
@@ -38,7 +40,7 @@ SIDECAR_COLUMNS = {
     "attempt": pa.int32(),
     "conn": pa.int64(),         # connection id (client port; websocket serial)
     "conn_new": pa.bool_(),     # this attempt opened its connection
-    "t_open_s": pa.float64(),   # service time its TLS handshake completed (conn_new)
+    "t_wire_s": pa.float64(),   # service time its request headers were written (HTTP)
     "hostname": pa.string(),    # SNI sent ("" without SNI)
     "http2": pa.bool_(),
     "reserve_cu": pa.float64(),
@@ -71,7 +73,7 @@ class DriveRecorder:
                 cu: float | None = None, body_hash: str | None = None, kind: str,
                 t_server_s: float, source: str, stream: str = "", rid: int, attempt: int,
                 conn: int, conn_new: bool, hostname: str, http2: bool, reserve_cu: float,
-                outcome: str, retry_after_s: float, t_open_s: float = math.nan) -> None:
+                outcome: str, retry_after_s: float, t_wire_s: float = math.nan) -> None:
         """One attempt: a canonical row and its sidecar row."""
         row = len(self)
         c = self._canon
@@ -89,7 +91,7 @@ class DriveRecorder:
         c["body_hash"].append(body_hash)
         self._side_row(row=row, kind=kind, t_s=t_s, end_s=end_s, t_server_s=t_server_s,
                        source=source, stream=stream, rid=rid, attempt=attempt, conn=conn,
-                       conn_new=conn_new, t_open_s=t_open_s, hostname=hostname, http2=http2,
+                       conn_new=conn_new, t_wire_s=t_wire_s, hostname=hostname, http2=http2,
                        reserve_cu=reserve_cu, outcome=outcome, retry_after_s=retry_after_s,
                        close="")
 
@@ -104,7 +106,7 @@ class DriveRecorder:
         nan = math.nan
         self._side_row(row=-1, kind=kind, t_s=t_s, end_s=nan, t_server_s=nan, source=source,
                        stream=stream, rid=-1, attempt=0, conn=conn, conn_new=False,
-                       t_open_s=nan, hostname="", http2=False, reserve_cu=0.0, outcome="",
+                       t_wire_s=nan, hostname="", http2=False, reserve_cu=0.0, outcome="",
                        retry_after_s=nan, close=close)
 
     def _side_row(self, **row) -> None:
