@@ -19,8 +19,8 @@ import time
 import simpy
 
 from sim.model.engine import TierRun
-from sim.scenario import load
-from sim.tiers import find_tier
+from sim.policy.resolved import load
+from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 

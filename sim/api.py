@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .policy.resolved import LoadedScenario, load
+from .policy.tiers import CATALOG, Tier, find_tier
 from .runner import RunOutput
 from .runner import run as _run_loaded
-from .scenario import LoadedScenario, load
-from .tiers import CATALOG, Tier, find_tier
 
 Progress = Callable[[Tier, float], None]
 """``progress(tier, simulated_seconds)``, called as each tier's simulation advances."""
@@ -46,7 +46,7 @@ def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
     if isinstance(scenario, LoadedScenario):
         if overrides:
             raise ValueError("overrides apply to a scenario file: pass its path, "
-                             "or override before loading (sim.scenario.load)")
+                             "or override before loading (sim.policy.load)")
         loaded = scenario
         if seed is not None:
             sc = loaded.scenario.model_copy(update={"seed": int(seed)})
@@ -71,7 +71,7 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
     """Simulate ``scenario`` against its tiers (or ``tiers``, by name) and return the results.
 
     ``scenario`` is a TOML path, None for the built-in default, or a
-    :class:`~sim.scenario.LoadedScenario`; ``overrides`` take the dotted paths of
+    :class:`~sim.policy.LoadedScenario`; ``overrides`` take the dotted paths of
     ``capsim run --set`` (``["duration=600", "sources[0].arrival.rate=40"]``); ``jobs``
     simulates tiers in worker processes (same results). A user's mistake raises
     :class:`~sim.errors.CapsimError`.

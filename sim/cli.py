@@ -16,9 +16,9 @@ from . import __version__
 from .cli_live import drive, serve
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
-from .pricing import Pricing, default_pricing_table
-from .scenario import LoadedScenario
-from .tiers import CATALOG
+from .policy.pricing import Pricing, default_pricing_table
+from .policy.resolved import LoadedScenario
+from .policy.tiers import CATALOG
 
 
 class CapsimGroup(click.Group):
@@ -151,10 +151,12 @@ def tiers(as_json):
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'tier':<20} {'CU/12s':>8} {'ws cap':>6}  {'APIs':<22} {'daily CU*':>12} {'$/month*':>9}")
+    click.echo(f"{'tier':<20} {'CU/12s':>8} {'ws cap':>6}  {'APIs':<22} "
+               f"{'daily CU*':>12} {'$/month*':>9}")
     for r in rows:
         click.echo(f"{r['tier']:<20} {r['cu_per_window']:>8,.0f} {r['ws_cap']:>6}  "
-                   f"{'+'.join(r['apis']):<22} {r['daily_allowance_cu']:>12,.0f} {r['monthly_usd']:>9,.0f}")
+                   f"{'+'.join(r['apis']):<22} {r['daily_allowance_cu']:>12,.0f} "
+                   f"{r['monthly_usd']:>9,.0f}")
     click.echo("* assumptions (not in the spec): see sim/data/pricing.toml")
 
 

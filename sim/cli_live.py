@@ -48,7 +48,7 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
     """
     from .live.server import ServeOptions
     from .live.server import serve as serve_async
-    from .tiers import find_tier
+    from .policy.tiers import find_tier
 
     loaded = _loaded(scenario, overrides)
     tier = find_tier(tier_name, loaded.tiers)
@@ -98,7 +98,7 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     click.echo(result.describe())
     from .compare_traces import compare
     from .errors import CapsimError
-    from .tiers import find_tier
+    from .policy.tiers import find_tier
 
     try:
         tier = find_tier(result.tier, loaded.tiers)

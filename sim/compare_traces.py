@@ -32,11 +32,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from .config.websockets import ExpiryRange
 from .live.admission import Admission
-from .model.ws_config import ExpiryRange
+from .policy.resolved import LoadedScenario
+from .policy.tiers import Tier
 from .redact import pseudonym
-from .scenario import LoadedScenario
-from .tiers import Tier
 from .traces.schema import WEBSOCKET_METHODS, open_trace
 from .vocabulary import MONITORING, MONITORING_PATH, SIZE_METHOD, WINDOW_S
 

@@ -22,9 +22,10 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
+from .config.scenario import Slo
 from .model import recorder as rc
 from .model.engine import TierResult
-from .scenario_model import Slo
+from .policy.tiers import APIS
 from .summary import (
     ConnectionsSummary,
     MethodSummary,
@@ -32,7 +33,6 @@ from .summary import (
     TierSummary,
     WebsocketsSummary,
 )
-from .tiers import APIS
 from .workload.demand import Plan
 
 _THROTTLES = np.array(rc.THROTTLES)

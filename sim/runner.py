@@ -1,6 +1,6 @@
 """Run a scenario against its tiers and assemble the results (library entry point).
 
-    loaded = sim.scenario.load("workloads/searcher.toml", ["duration=600"])
+    loaded = sim.policy.load("workloads/searcher.toml", ["duration=600"])
     output = sim.runner.run(loaded)
     output.summary.recommended
 
@@ -31,11 +31,11 @@ from .metrics import (
 )
 from .model import recorder as rc
 from .model.engine import TierResult, TierRun
-from .pricing import default_pricing_table, flatten
+from .policy.pricing import default_pricing_table, flatten
+from .policy.resolved import LoadedScenario
+from .policy.tiers import Tier
 from .redact import secret_kind
-from .scenario import LoadedScenario
 from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
-from .tiers import Tier
 from .workload.demand import Plan, build_plan
 
 MODEL_ASSUMPTIONS = (
@@ -45,7 +45,8 @@ MODEL_ASSUMPTIONS = (
     "Checks at admission, in order: HTTP/2 + SNI (421), key (401), API in the selection "
     "(402), oversized, daily allowance (402), then the 12-second window (434 / -32005).",
     "JSON-RPC -32005 carries no Retry-After; retry-after clients fall back to exponential backoff.",
-    "The daily allowance is charged at reservation and refunded at settlement within the same UTC day.",
+    "The daily allowance is charged at reservation and refunded at settlement "
+    "within the same UTC day.",
     "A retried attempt redoes the same work: same CU and service time as the first attempt.",
     "Latency = round trip of the region + service time (+ retries and their waits); "
     "a refused attempt costs one round trip.",
@@ -109,6 +110,15 @@ def assemble(plan: Plan, results: list[TierResult]) -> RunOutput:
     return RunOutput(summary_document(plan, tiers), attempts, windows, latencies, streams, slots)
 
 
+def _limiter_settings(sc) -> dict:
+    # The one limiter kind is left out, so summaries of the same runs stay as they were
+    # before kinds existed; any other kind is recorded.
+    settings = sc.limiter.model_dump()
+    if settings["kind"] == "fixed-window":
+        del settings["kind"]
+    return settings
+
+
 def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
     """The whole ``summary.json``: provenance, assumptions, tiers, recommendation."""
     sc, loaded = plan.scenario, plan.loaded
@@ -129,7 +139,7 @@ def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
         start=sc.start.isoformat().replace("+00:00", "Z"),
         duration_s=sc.duration_s,
         pseudonym_secret=secret_kind(),
-        limiter=sc.limiter.model_dump(),
+        limiter=_limiter_settings(sc),
         slo=SloSummary(**sc.slo.model_dump()),
         recommended=recommend(tiers),
         tiers=tuple(tiers),

@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sim.rng import stream
-from sim.workload.arrivals import (
+from sim.config.arrivals import (
     ARRIVAL_ADAPTER,
     BlockSync,
     ConstantRate,
@@ -26,6 +25,7 @@ from sim.workload.arrivals import (
     Spikes,
     arrival_times,
 )
+from sim.rng import stream
 
 HOUR = 3600.0
 DAY = 86400.0

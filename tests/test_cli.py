@@ -75,7 +75,8 @@ def test_same_seed_gives_byte_identical_summary(tmp_path):
     assert (a / "summary.json").read_bytes() == (b / "summary.json").read_bytes()
     assert (a / "cu_per_window.png").read_bytes() == (b / "cu_per_window.png").read_bytes()
     c = tmp_path / "c"
-    assert run_cli("run", *SHORT, "--tier", "RPC + Search", "--seed", "99", "--out", str(c)).exit_code == 0
+    assert run_cli("run", *SHORT, "--tier", "RPC + Search", "--seed", "99",
+                   "--out", str(c)).exit_code == 0
     assert (a / "summary.json").read_bytes() != (c / "summary.json").read_bytes()
 
 
@@ -83,7 +84,8 @@ def test_parallel_tiers_equal_sequential(tmp_path):
     args = [*SHORT, "--tier", "RPC", "--tier", "All 3 APIs", "--tier", "Search"]
     assert run_cli("run", *args, "--out", str(tmp_path / "seq")).exit_code == 0
     assert run_cli("run", *args, "--jobs", "2", "--out", str(tmp_path / "par")).exit_code == 0
-    assert (tmp_path / "seq/summary.json").read_bytes() == (tmp_path / "par/summary.json").read_bytes()
+    assert (tmp_path / "seq/summary.json").read_bytes() == \
+        (tmp_path / "par/summary.json").read_bytes()
 
 
 def test_tiers_command_prints_the_catalog():
@@ -146,7 +148,7 @@ def test_bad_scenario_names_the_line(tmp_path):
     text = _scenario(rate="-2")
     path.write_text(text)
     result = CliRunner().invoke(main, ["validate", str(path)])
-    lineno = next(i for i, l in enumerate(text.splitlines(), 1) if "arrival" in l)
+    lineno = next(i for i, line in enumerate(text.splitlines(), 1) if "arrival" in line)
     assert f"{path}:{lineno}: sources[0].arrival.rate" in result.output
 
 
@@ -156,7 +158,8 @@ def test_secret_key_is_never_echoed(tmp_path):
     path.write_text(_scenario(key=f'"{secret}"', rate="-1"))
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 2 and secret not in result.output
-    path.write_text(_scenario(key=f'"{secret}"') + f'\n[clients.default]\nretry = {{ policy = "{secret}" }}\n')
+    path.write_text(_scenario(key=f'"{secret}"')
+                    + f'\n[clients.default]\nretry = {{ policy = "{secret}" }}\n')
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 2 and secret not in result.output
     ok = tmp_path / "ok.toml"

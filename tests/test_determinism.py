@@ -12,8 +12,8 @@ import pytest
 
 from sim import runner
 from sim.model.engine import TierResult, TierRun
-from sim.scenario import LoadedScenario, load
-from sim.tiers import find_tier
+from sim.policy.resolved import LoadedScenario, load
+from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 # The built-in default scenario, two simulated minutes, retries on (their jitter is

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from sim.distributions import (
+from sim.config.distributions import (
     Beta,
     Constant,
     Distribution,

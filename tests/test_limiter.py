@@ -1,4 +1,4 @@
-"""The CU limiter (sim/limiter.py): every rule of its docstring, by hand and by property.
+"""The CU limiter (sim/policy/limiter.py): every rule of its docstring, by hand and by property.
 
 The first half works small timelines out by hand (budget 100 CU unless a test says
 otherwise). The second half drives random, time-ordered reserve/settle sequences through
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.limiter import DAY_S, NO_ALLOWANCE, OK, OVERSIZED, THROTTLED, CULimiter
+from sim.policy.limiter import DAY_S, NO_ALLOWANCE, OK, OVERSIZED, THROTTLED, CULimiter
 
 W = 12.0
 ALIGNMENTS = ("epoch", "first-hit")
@@ -739,9 +739,40 @@ def test_property_limiter_matches_reference_model(case):
 
 
 def test_spend_reserves_and_settles_at_once():
-    from sim.limiter import CULimiter as _L
+    from sim.policy.limiter import CULimiter as _L
     lim = _L(100)
     assert lim.spend(1.0, 30) == OK and lim.spend(2.0, 80) == THROTTLED
     assert lim.spend(3.0, 70) == OK
     w = lim.window_stats()
     assert w.reserved_cu[0] == 100 and w.settled_cu[0] == 100 and w.peak_used_cu[0] == 100
+
+
+def test_reserve_returns_a_reservation_that_settle_takes_back():
+    """The value of reserve() carries the window, day and phantom flag settle() needs."""
+    from sim.policy.limiter import Reservation
+
+    li = CULimiter(100, daily_allowance_cu=1000, day_offset_s=86_400 - 6)
+    first = li.reserve(0.0, 60, actual=20)
+    assert isinstance(first, Reservation) and first == OK
+    assert (first.window, first.day, first.phantom) == (0, 0, False)
+    refused = li.reserve(1.0, 60, actual=60)
+    assert refused == THROTTLED and refused.phantom and refused.window == 0
+    # Day 0 ends at t=6 (UTC midnight): a reservation at t=12 is in day 1, window 1.
+    later = li.reserve(12.0, 10, actual=10)
+    assert (later.window, later.day) == (1, 1)
+    li.settle(13.0, first, 60, 20)  # origin window 0 is gone: no refund to window 1
+    assert li.available(13.0) == 90
+    assert li.window_stats().settled_cu[0] == 20
+    assert li.reserve(14.0, 0) == OK and li.reserve(14.0, 101) == OVERSIZED
+
+
+def test_limiter_kind_selects_the_implementation():
+    from sim.config.scenario import LimiterSettings
+    from sim.policy.limiters import LIMITERS, make_limiter
+
+    settings = LimiterSettings(alignment="first-hit")
+    assert settings.kind == "fixed-window" and set(LIMITERS) == {"fixed-window"}
+    li = make_limiter(100, settings, daily_allowance_cu=None)
+    assert isinstance(li, CULimiter) and li.alignment == "first-hit"
+    with pytest.raises(ValueError):
+        LimiterSettings(kind="token-bucket")

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from sim.live.admission import Admission
-from sim.model.transport import AccountConnections
-from sim.scenario import validate
-from sim.tiers import find_tier
+from sim.policy.connections import AccountConnections
+from sim.policy.resolved import validate
+from sim.policy.tiers import find_tier
 
 RAW = {"name": "adm", "account": {"keys": ["k"]},
        "sources": [{"name": "a", "key": "k", "arrival": {"process": "poisson", "rate": 1}}],

@@ -26,8 +26,8 @@ import pytest
 
 from sim.compare_traces import compare
 from sim.live.drive import DriveOptions, run_drive
-from sim.scenario import load
-from sim.tiers import find_tier
+from sim.policy.resolved import load
+from sim.policy.tiers import find_tier
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "workloads" / "live-agreement.toml"

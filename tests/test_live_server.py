@@ -265,18 +265,31 @@ pending_txs_rate = 50
 def test_handshake_rejected_for_cu_and_a_billed_stream_closed_when_cu_runs_out(tmp_path):
     async def go(server):
         # 100 CU per window; a connect costs 50: two handshakes take the whole window.
+        # new-blocks first (its first event is at t=12 s), then pending-txs: no billed
+        # event can be published before the window is full.
+        b = await _ws(server, stream="new-blocks")
         a = await _ws(server)
-        b = await _ws(server)
         status, headers = await _refused(server)  # a slot is free, the CU is not
         assert status == 434
         assert int(headers["Retry-After"]) == _expected_retry_after(float(headers["x-capsim-t"]))
         # The next pending-txs event cannot reserve its 1 CU: error, then close 1013.
-        for ws in (a, b):
-            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
-            assert message["error"] == "cu exhausted"
-            with pytest.raises(ConnectionClosed) as closed:
-                await asyncio.wait_for(ws.recv(), 10)
-            assert closed.value.rcvd.code == 1013
-        assert (await _health(server))["websockets"] == {"live": 0, "stale": 0}
+        message = json.loads(await asyncio.wait_for(a.recv(), 10))
+        assert message["error"] == "cu exhausted"
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(a.recv(), 10)
+        assert closed.value.rcvd.code == 1013
+        assert (await _health(server))["websockets"] == {"live": 1, "stale": 0}
+        await b.close()
     with running_server(tmp_path, BILLED, "TinyStreams", 1.0) as server:
         asyncio.run(go(server))
+
+
+def test_server_stops_with_a_websocket_still_open(tmp_path):
+    held = []
+
+    async def go(server):
+        held.append(await _ws(server, stream="new-blocks"))  # never closed by the client
+
+    with running_server(tmp_path, "", "All 3 APIs", 1.0) as server:
+        asyncio.run(go(server))
+    # leaving the block asserted that the server thread ended within its timeout

@@ -32,10 +32,11 @@ import tomllib
 import numpy as np
 import pytest
 
+from sim.config.loader import apply_override, builtin_scenario_text
 from sim.model import recorder as rc
 from sim.model.engine import TierResult, TierRun
-from sim.scenario import LoadedScenario, apply_override, builtin_scenario_text, load, validate
-from sim.tiers import APIS, SEARCH, STREAMS, Tier
+from sim.policy.resolved import LoadedScenario, load, validate
+from sim.policy.tiers import APIS, SEARCH, STREAMS, Tier
 from sim.workload.demand import Plan, build_plan
 
 W = 12.0

@@ -7,9 +7,9 @@ import pytest
 
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
-from sim.model.pacing import TokenBucket
-from sim.scenario import validate
-from sim.tiers import find_tier
+from sim.policy.pacing import TokenBucket
+from sim.policy.resolved import validate
+from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 

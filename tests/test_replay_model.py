@@ -13,8 +13,8 @@ import pandas as pd
 
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
-from sim.scenario import validate
-from sim.tiers import Tier
+from sim.policy.resolved import validate
+from sim.policy.tiers import Tier
 from sim.traces.importers import import_trace
 from sim.workload.demand import build_plan
 
@@ -28,7 +28,8 @@ def _trace(tmp_path, n=3000, seed=4):
     df = pd.DataFrame({
         "time_ns": (t0.value + (offsets * 1e9).astype(np.int64)),
         "api": "rpc", "method": method,
-        "key": rng.choice(["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"], n),
+        "key": rng.choice(["0123456789abcdef0123456789abcdef",
+                           "fedcba9876543210fedcba9876543210"], n),
         "cu": np.where(method == "svc_pendingBlock", 0.0, cost),
     })
     src = tmp_path / "trace.csv"

@@ -10,10 +10,10 @@ from pydantic import BaseModel
 from pydantic.types import Strict
 
 from sim.cli import main
+from sim.config.scenario import Scenario
 from sim.errors import CapsimError
-from sim.pricing import Pricing
-from sim.scenario import load
-from sim.scenario_model import Scenario
+from sim.policy.pricing import Pricing
+from sim.policy.resolved import load
 
 BASE = """name = "t"
 duration = 60

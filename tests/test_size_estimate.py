@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from sim import runner
 from sim.cli import main
 from sim.errors import CapsimError
-from sim.scenario import load, validate
-from sim.tiers import find_tier
+from sim.policy.resolved import load, validate
+from sim.policy.tiers import find_tier
 from sim.workload import demand, size_estimate
 from sim.workload.size_estimate import SAFETY_FRACTION, check, estimate
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim.errors import CapsimError
-from sim.tiers import CATALOG, RPC, SEARCH, STREAMS, find_tier, smallest_tier_for
+from sim.policy.tiers import CATALOG, RPC, SEARCH, STREAMS, find_tier, smallest_tier_for
 
 
 def _table_after(text: str, heading: str) -> dict[str, str]:

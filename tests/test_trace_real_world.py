@@ -475,7 +475,7 @@ replay = {{ method_map = {{ {pairs} }} }}
 
 
 def test_method_map_renames_recorded_methods_before_replay(tmp_path):
-    from sim.scenario import load
+    from sim.policy.resolved import load
     from sim.workload.demand import build_plan
 
     plan = build_plan(load(str(_provider_scenario(tmp_path, METHOD_MAP))))
@@ -487,14 +487,14 @@ def test_method_map_renames_recorded_methods_before_replay(tmp_path):
     assert "eth_blockNumber -> svc_pendingBlock 3 row(s)" in mapped
     assert 'eth_getLogs -> svc_call (via "*") 1 row(s)' in mapped
     # CU follows the mapped method's price: 3 x svc_pendingBlock + 4 x svc_call
-    from sim.pricing import Pricing, default_pricing_table
+    from sim.policy.pricing import Pricing, default_pricing_table
     rpc = Pricing.model_validate(default_pricing_table()).rpc
     assert plan.demand.reserve.sum() == pytest.approx(
         4 * rpc.cost("svc_call") + 3 * rpc.cost("svc_pendingBlock"))
 
 
 def test_without_a_method_map_recorded_methods_are_listed_with_their_price(tmp_path):
-    from sim.scenario import load
+    from sim.policy.resolved import load
     from sim.workload.demand import build_plan
 
     plan = build_plan(load(str(_provider_scenario(tmp_path, {}))))
@@ -503,7 +503,7 @@ def test_without_a_method_map_recorded_methods_are_listed_with_their_price(tmp_p
 
 
 def test_a_method_map_target_the_scenario_does_not_know_is_a_user_error(tmp_path):
-    from sim.scenario import load
+    from sim.policy.resolved import load
     from sim.workload.demand import build_plan
 
     scenario = _provider_scenario(tmp_path, {"eth_call": "svc_cal"})

@@ -6,8 +6,8 @@ import numpy as np
 
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
-from sim.scenario import validate
-from sim.tiers import find_tier
+from sim.policy.resolved import validate
+from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 

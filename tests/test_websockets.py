@@ -20,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sim.limiter import CULimiter
+from sim.config.websockets import StreamClient, WebsocketSettings
 from sim.model import recorder as rc
 from sim.model.websockets import CLOSE_KINDS, SlotPool, Websockets
-from sim.model.ws_config import StreamClient, WebsocketSettings
-from sim.pricing import Pricing, default_pricing_table
-from sim.tiers import CATALOG, SEARCH, STREAMS, Tier
+from sim.policy.limiter import CULimiter
+from sim.policy.pricing import Pricing, default_pricing_table
+from sim.policy.tiers import CATALOG, SEARCH, STREAMS, Tier
 
 PRICING = Pricing.model_validate(default_pricing_table())
 TIERS = {t.name: t for t in CATALOG}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sim.model import recorder as rc
+from sim.policy.resolved import load
 from sim.runner import run
-from sim.scenario import load
 from sim.workload.demand import build_plan
 
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"

@@ -1,8 +1,9 @@
 """The service's decisions, one call per attempt, over the simulator's policy objects.
 
-:class:`Admission` holds one account's :class:`~sim.limiter.CULimiter`, websocket
-:class:`SlotPool` and :class:`AccountConnections` -- the very classes the SimPy model
-uses -- and asks them in the model's order. Time is passed in as service seconds
+:class:`Admission` holds one account's limiter (:func:`sim.policy.limiters.make_limiter`
+for the scenario's ``[limiter]``), websocket :class:`~sim.model.websockets.SlotPool` and
+:class:`~sim.policy.connections.AccountConnections` -- the very objects the SimPy model
+builds -- and asks them in the model's order. Time is passed in as service seconds
 (``now``); nothing here sleeps or does I/O, so the emulator and the trace comparison
 (:mod:`sim.compare_traces`) share it.
 
@@ -28,12 +29,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, CULimiter
-from ..limiter import OK as LIM_OK
-from ..model.transport import AccountConnections
 from ..model.websockets import SlotPool
-from ..scenario import LoadedScenario
-from ..tiers import Tier
+from ..policy.connections import AccountConnections
+from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, Reservation
+from ..policy.limiter import OK as LIM_OK
+from ..policy.limiters import make_limiter
+from ..policy.resolved import LoadedScenario
+from ..policy.tiers import Tier
 from ..vocabulary import (
     AUTH_401,
     CONN_430,
@@ -64,7 +66,7 @@ class Decision:
 
     outcome: int
     retry_after_s: float = _NAN
-    ticket: tuple[int, int, float, float] | None = None
+    ticket: tuple[Reservation, float, float] | None = None
 
     @property
     def name(self) -> str:
@@ -83,8 +85,8 @@ class Admission:
         sc, pricing = loaded.scenario, loaded.pricing
         self.tier = tier
         self.pricing = pricing
-        self.limiter = CULimiter(
-            tier.cu_per_window, alignment=sc.limiter.alignment, refund_to=sc.limiter.refund_to,
+        self.limiter = make_limiter(
+            tier.cu_per_window, sc.limiter,
             daily_allowance_cu=pricing.for_tier(tier).daily_allowance_cu,
             day_offset_s=sc.day_offset_s)
         self.slots = SlotPool(tier.ws_cap, sc.ws.retry_after_live_s)
@@ -118,7 +120,7 @@ class Admission:
         lim = self.limiter
         status = lim.reserve(now, reserve_cu, actual_cu)
         if status == LIM_OK:
-            return Decision(OK, ticket=(lim.wid, lim.day, reserve_cu, actual_cu))
+            return Decision(OK, ticket=(status, reserve_cu, actual_cu))
         if status == THROTTLED:
             if api == RPC:
                 return Decision(RPC_32005)
@@ -131,8 +133,8 @@ class Admission:
     def settle(self, now: float, decision: Decision) -> None:
         """Settle an admitted attempt to its actual CU (after its service time)."""
         if decision.ticket is not None:
-            wid, day, reserve, actual = decision.ticket
-            self.limiter.settle(now, wid, day, reserve, actual)
+            booked, reserve, actual = decision.ticket
+            self.limiter.settle(now, booked, reserve, actual)
 
     @staticmethod
     def refused_connection() -> Decision:

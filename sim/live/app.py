@@ -22,10 +22,10 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from ..pricing import Pricing
+from ..config.scenario import Sizing
+from ..policy.pricing import Pricing
+from ..policy.resolved import LoadedScenario
 from ..rng import stream as named_stream
-from ..scenario import LoadedScenario
-from ..scenario_model import Sizing
 from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
 from ..vocabulary import (
     AUTH_401,
@@ -139,6 +139,8 @@ class EmulatorApp:
         self.sockets: dict[str, dict[_Socket, None]] = {
             s: {} for s in (*STREAMS_API_STREAMS, MONITORING)}
         self.publisher = Publisher(sc, clock, self._deliver)
+        self.stopping = asyncio.Event()
+        """Set when the server begins to stop: open websockets are closed (1001)."""
 
     # -- ASGI entry ------------------------------------------------------------------
 
@@ -357,17 +359,34 @@ class EmulatorApp:
             await self._deny(send, HTTP_STATUS[d.outcome], d.name, d.retry_after_s, now)
             return
         sock = _Socket(name, send, conn)
+        loop = asyncio.get_running_loop()
         writer = None
+        stopping = loop.create_task(self.stopping.wait())
         try:
             await send({"type": "websocket.accept",
                         "headers": [(b"x-capsim-t", f"{now:.6f}".encode())]})
-            writer = asyncio.get_running_loop().create_task(sock.writer())
+            writer = loop.create_task(sock.writer())
             self.sockets[name][sock] = None
             while True:
-                message = await receive()
-                if message["type"] == "websocket.disconnect":
-                    break
+                message = loop.create_task(receive())
+                await asyncio.wait({message, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if message.done():
+                    if message.result()["type"] == "websocket.disconnect":
+                        break
+                    continue
+                # The server is stopping: close with "going away" rather than hold the
+                # shutdown until the client leaves.
+                message.cancel()
+                sock.closed_by_server = True
+                self.sockets[name].pop(sock, None)
+                self.admission.websocket_closed(self.clock.now(), clean=True,
+                                                stale_expiry_s=0.0)
+                sock.offer({"type": "websocket.close", "code": 1001, "reason": "stopping"})
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(writer, 1.0)
+                break
         finally:
+            stopping.cancel()
             self.sockets[name].pop(sock, None)
             if writer is not None and not sock.closed_by_server:
                 writer.cancel()

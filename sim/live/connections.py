@@ -109,6 +109,8 @@ class TrackedTCPServer(TCPServer):
             await super().run()
         except* ssl.SSLError:
             pass  # a peer that vanished mid-TLS (an aborted or refused connection)
+        except* asyncio.CancelledError:
+            pass  # stopped after the grace period: end quietly, the server is going away
         finally:
             self.registry.remove(info.peer)
 

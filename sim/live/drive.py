@@ -32,11 +32,11 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ..config.scenario import Source
 from ..errors import CapsimError
-from ..model.retry import RetryDecider
+from ..policy.resolved import LoadedScenario
+from ..policy.retry import RetryDecider
 from ..rng import stream as named_stream
-from ..scenario import LoadedScenario
-from ..scenario_model import Source
 from ..traces.bodies import canonical_hash
 from ..vocabulary import RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, WINDOW_S
 from ..workload.demand import RequestDrawer, build_plan

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..model.ws_config import StreamClient
+from ..config.websockets import StreamClient
 from ..rng import stream as named_stream
 from ..vocabulary import MONITORING, MONITORING_PATH, SEARCH, STREAM_API, STREAMS
 from .certs import HOSTNAMES

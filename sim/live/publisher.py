@@ -14,8 +14,8 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
+from ..config.scenario import Scenario
 from ..rng import stream as named_stream
-from ..scenario_model import Scenario
 from ..vocabulary import MONITORING, STREAMS_API_STREAMS
 from .clock import ServiceClock
 
@@ -39,8 +39,8 @@ class Publisher:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task  # a publisher that failed must not block the shutdown
         self._tasks.clear()
 
     def times(self, name: str):

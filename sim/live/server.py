@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import CapsimError
-from ..scenario import LoadedScenario
-from ..tiers import Tier
+from ..policy.resolved import LoadedScenario
+from ..policy.tiers import Tier
 from .admission import Admission
 from .app import EmulatorApp
 from .certs import HOSTNAMES, Certificate, make_certificate
@@ -108,11 +108,17 @@ async def serve(loaded: LoadedScenario, tier: Tier, options: ServeOptions,
     announce(f"listening on https://{host}:{port} (HTTP/2 and HTTP/1.1)")
     announce(f"hostnames: {', '.join(HOSTNAMES.values())} (use SNI, e.g. curl --resolve)")
     announce(f"CA certificate: {cert.ca_path}")
+    async def stop_websockets() -> None:
+        await stop.wait()
+        app.stopping.set()
+
+    watcher = loop.create_task(stop_websockets())
     try:
         with tracking_connections(registry):
             await worker_serve(wrap_app(app, config.wsgi_max_body_size, "asgi"), config,
                                sockets=Sockets([sock], [], []), shutdown_trigger=stop.wait)
     finally:
+        watcher.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)

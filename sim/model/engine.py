@@ -24,16 +24,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from ..limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, CULimiter, WindowStats
-from ..limiter import OK as LIM_OK
+from ..policy.connections import AccountConnections
+from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, WindowStats
+from ..policy.limiter import OK as LIM_OK
+from ..policy.limiters import make_limiter
+from ..policy.pacing import TokenBucket
+from ..policy.retry import RetryDecider
+from ..policy.tiers import APIS, RPC, Tier
 from ..rng import stream
-from ..tiers import APIS, RPC, Tier
 from ..vocabulary import SIZE_METHOD
 from ..workload.demand import Plan
 from . import recorder as rc
-from .pacing import TokenBucket
-from .retry import RetryDecider
-from .transport import QUEUED, REFUSED, AccountConnections, ClientPool
+from .transport import QUEUED, REFUSED, ClientPool
 from .websockets import Websockets
 
 FEED_HORIZON_S = 1.0
@@ -44,7 +46,7 @@ class Request:
     """A logical request in flight (mutable: the attempt number and times change)."""
 
     __slots__ = ("rid", "source", "method", "key", "region", "items", "reserve", "actual",
-                 "service_s", "t_first", "t_send", "attempt", "wid", "day", "half_rtt",
+                 "service_s", "t_first", "t_send", "attempt", "booked", "half_rtt",
                  "on_done", "conn", "wait")
 
     def __init__(self, rid, source, method, key, region, items, reserve, actual, service_s,
@@ -53,7 +55,7 @@ class Request:
         self.items, self.reserve, self.actual, self.service_s = items, reserve, actual, service_s
         self.t_first = self.t_send = t_first
         self.attempt = 1
-        self.wid = self.day = -1
+        self.booked = None  # the limiter's Reservation while admitted
         self.half_rtt = half_rtt
         self.on_done = on_done
         self.conn = None
@@ -87,14 +89,14 @@ class TierRun:
         self.plan, self.tier, self.progress = plan, tier, progress
         self.env = simpy.Environment()
         allowance = plan.loaded.pricing.for_tier(tier).daily_allowance_cu
-        self.limiter = CULimiter(
-            tier.cu_per_window, alignment=sc.limiter.alignment, refund_to=sc.limiter.refund_to,
-            daily_allowance_cu=allowance, day_offset_s=sc.day_offset_s)
+        self.limiter = make_limiter(tier.cu_per_window, sc.limiter,
+                                    daily_allowance_cu=allowance, day_offset_s=sc.day_offset_s)
         self.rec = rc.Recorder()
         t = plan.tables
         self._method_in_tier = [tier.includes(APIS[a]) for a in t.method_api]
         self._method_rpc = [APIS[a] == RPC for a in t.method_api]
-        self._method_needs_h2 = [m == SIZE_METHOD or APIS[a] == RPC for m, a in zip(t.methods, t.method_api, strict=True)]
+        self._method_needs_h2 = [m == SIZE_METHOD or APIS[a] == RPC
+                                 for m, a in zip(t.methods, t.method_api, strict=True)]
         self._key_valid = t.key_valid.tolist()
         self._half_rtt = (t.region_rtt_s / 2).tolist()
         self._deciders, self._retry_codes, self._h2_ok = [], [], []
@@ -103,7 +105,8 @@ class TierRun:
             client = sc.clients[src.client]
             p = client.pacing
             self._pacers.append(TokenBucket(p.rate_cu_per_s, p.burst_cu) if p else None)
-            self._deciders.append(RetryDecider(client.retry, stream(sc.seed, "source", src.name, "retry")))
+            self._deciders.append(
+                RetryDecider(client.retry, stream(sc.seed, "source", src.name, "retry")))
             self._retry_codes.append(frozenset(rc.OUTCOMES.index(o) for o in client.retry.retry_on
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)
@@ -286,7 +289,7 @@ class TierRun:
             lim = self.limiter
             status = lim.reserve(now, r.reserve, r.actual)
             if status == LIM_OK:
-                r.wid, r.day = lim.wid, lim.day
+                r.booked = status
                 self.env.timeout(r.service_s, r).callbacks.append(self._complete)
                 return
             if status == THROTTLED:
@@ -294,7 +297,7 @@ class TierRun:
                     outcome = rc.RPC_32005
                 else:
                     outcome, retry_after = rc.HTTP_434, float(lim.retry_after(now))
-                self._reply(r, now, outcome, retry_after, lim.last_phantom)
+                self._reply(r, now, outcome, retry_after, status.phantom)
                 return
             outcome = rc.PAY_402 if status == NO_ALLOWANCE else rc.OVERSIZED
             assert status in (NO_ALLOWANCE, OVERSIZED)
@@ -302,7 +305,7 @@ class TierRun:
 
     def _complete(self, event) -> None:
         r, now = event.value, self.env.now
-        self.limiter.settle(now, r.wid, r.day, r.reserve, r.actual)
+        self.limiter.settle(now, r.booked, r.reserve, r.actual)
         self._reply(r, now, rc.OK, _NAN, False)
 
     def _reply(self, r: Request, now: float, outcome: int, retry_after: float,

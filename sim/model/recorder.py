@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..vocabulary import (  # noqa: F401  (re-exported: the model reads them as rc.OK etc.)
+# Re-exported: the model reads the outcome codes as rc.OK, rc.THROTTLES etc.
+from ..vocabulary import (  # noqa: F401
     AUTH_401,
     CONN_430,
     HTTP_434,

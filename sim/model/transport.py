@@ -21,6 +21,8 @@ from __future__ import annotations
 import heapq
 from collections import deque
 
+from ..policy.connections import AccountConnections
+
 REFUSED = -1.0
 QUEUED = -2.0
 
@@ -54,79 +56,6 @@ class Connection:
             self.pool.account.schedule_close(self)
         if self.pool.waiting:
             self.pool.wake_at(t)
-
-
-class AccountConnections:
-    """The account's connection limits, across all clients and regions."""
-
-    def __init__(self, max_active: int = 128, max_opens_per_s: int = 32) -> None:
-        self.max_active = max_active
-        self.max_opens_per_s = max_opens_per_s
-        self.active = 0
-        self.peak_active = 0
-        self.opened = 0
-        self.refused = 0
-        self._opens: dict[str, deque[float]] = {}
-        self._closing: list[tuple[float, int, Connection]] = []
-        self._seq = 0
-
-    def schedule_close(self, conn: Connection) -> None:
-        """Remember when ``conn`` closes unless used again (re-keyed lazily on pop)."""
-        self._seq += 1
-        heapq.heappush(self._closing, (conn.deadline, self._seq, conn))
-
-    def close_if_idle(self, conn: Connection, now: float) -> bool:
-        """Close ``conn`` if its idle deadline has passed with no stream open on it."""
-        if conn.closed:
-            return True
-        if conn.deadline > now:
-            return False
-        conn.refresh(now)
-        if conn.active > 0:  # a long request outlived the timeout: idle from its reply on
-            conn.deadline = max(conn.releases) + conn.pool.idle_timeout_s
-            self.schedule_close(conn)
-            return False
-        conn.closed = True
-        self.active -= 1
-        conn.pool.forget(conn)
-        return True
-
-    def _expire(self, now: float) -> None:
-        closing = self._closing
-        while closing and closing[0][0] <= now:
-            deadline, _, conn = heapq.heappop(closing)
-            if conn.closed:
-                continue
-            if conn.deadline > deadline:  # used since: its close moved later
-                self.schedule_close(conn)
-                continue
-            self.close_if_idle(conn, now)
-
-    def release(self, now: float) -> None:
-        """An admitted connection closed at ``now`` (for a caller that sees its connections
-        close, such as the live emulator; the model's own connections close lazily)."""
-        self._expire(now)
-        if self.active <= 0:
-            raise RuntimeError("release without an active connection")
-        self.active -= 1
-
-    def try_open(self, now: float, hostname: str) -> bool:
-        """Admit a new connection to ``hostname`` at ``now``, or refuse it (430)."""
-        self._expire(now)
-        opens = self._opens.get(hostname)
-        if opens is None:
-            opens = self._opens[hostname] = deque()
-        while opens and opens[0] <= now - 1.0:
-            opens.popleft()
-        if self.active >= self.max_active or len(opens) >= self.max_opens_per_s:
-            self.refused += 1
-            return False
-        opens.append(now)
-        self.active += 1
-        self.opened += 1
-        if self.active > self.peak_active:
-            self.peak_active = self.active
-        return True
 
 
 class ClientPool:
@@ -208,7 +137,8 @@ class ClientPool:
         for conn in self.conns:
             conn.refresh(now)
         while self.waiting:
-            conn = next((c for c in self.conns if c.active < self.max_streams and not c.closed), None)
+            conn = next((c for c in self.conns
+                         if c.active < self.max_streams and not c.closed), None)
             if conn is None:
                 break
             request, since = self.waiting.popleft()

@@ -42,14 +42,16 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from ..limiter import NO_ALLOWANCE, CULimiter
-from ..limiter import OK as LIM_OK
-from ..pricing import Pricing
+from ..config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
+from ..draws import BlockDraws
+from ..policy.limiter import NO_ALLOWANCE
+from ..policy.limiter import OK as LIM_OK
+from ..policy.limiters import Limiter
+from ..policy.pricing import Pricing
+from ..policy.tiers import Tier
 from ..rng import stream
-from ..tiers import Tier
 from ..vocabulary import CLOSE_KINDS, DAY_S, HANDSHAKE_OUTCOMES
 from . import recorder as rc
-from .ws_config import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
 
 CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
 _BLOCK = 1024
@@ -163,44 +165,14 @@ class SlotPool:
                 "cap": np.full(len(t), self.cap, dtype=np.int32)}
 
 
-class _Uniforms:
-    """U[0, 1) draws from one named stream, pre-drawn in blocks."""
-
-    __slots__ = ("_rng", "_u", "_i")
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self._rng, self._u, self._i = rng, [], 0
-
-    def __call__(self) -> float:
-        if self._i == len(self._u):
-            self._u, self._i = self._rng.random(_BLOCK).tolist(), 0
-        self._i += 1
-        return self._u[self._i - 1]
-
-
-class _Draws:
-    """Draws of a distribution from one named stream, pre-drawn in small blocks."""
-
-    __slots__ = ("_dist", "_rng", "_v", "_i")
-
-    def __init__(self, dist, rng: np.random.Generator) -> None:
-        self._dist, self._rng, self._v, self._i = dist, rng, [], 0
-
-    def __call__(self) -> float:
-        if self._i == len(self._v):
-            self._v, self._i = self._dist.sample(self._rng, 64).tolist(), 0
-        self._i += 1
-        return self._v[self._i - 1]
-
-
 class _Conn:
     """One connection a client wants: its state and the event-count marks."""
 
     __slots__ = ("client", "idx", "stream", "proc", "live", "mark", "want_since", "t_open",
                  "open_mark", "dropped", "lost_before", "faults", "reconnect", "stale")
 
-    def __init__(self, client: int, idx: int, stream_name: str, faults: _Uniforms,
-                 reconnect: _Uniforms, stale: _Uniforms) -> None:
+    def __init__(self, client: int, idx: int, stream_name: str, faults: BlockDraws,
+                 reconnect: BlockDraws, stale: BlockDraws) -> None:
         self.client, self.idx, self.stream = client, idx, stream_name
         self.proc: simpy.Process | None = None
         self.live = False
@@ -217,7 +189,7 @@ class Websockets:
     label is one of the account's keys. Nothing happens at or after ``duration_s``.
     """
 
-    def __init__(self, env: simpy.Environment, limiter: CULimiter, tier: Tier,
+    def __init__(self, env: simpy.Environment, limiter: Limiter, tier: Tier,
                  clients: list[StreamClient], settings: WebsocketSettings, pricing: Pricing,
                  key_valid: Callable[[str], bool], seed: int, duration_s: float, *,
                  day_offset_s: float = 0.0) -> None:
@@ -263,9 +235,9 @@ class Websockets:
                 continue
             for k in range(c.connections):
                 base = ("ws", "client", c.name, k)
-                conn = _Conn(ci, k, c.stream, _Uniforms(stream(seed, *base, "faults")),
-                             _Uniforms(stream(seed, *base, "reconnect")),
-                             _Uniforms(stream(seed, *base, "stale")))
+                conn = _Conn(ci, k, c.stream, BlockDraws(stream(seed, *base, "faults"), _BLOCK),
+                             BlockDraws(stream(seed, *base, "reconnect"), _BLOCK),
+                             BlockDraws(stream(seed, *base, "stale"), _BLOCK))
                 conn.proc = env.process(self._holder(conn, base))
         for s in self._sources:
             env.process(self._publisher(s))
@@ -276,8 +248,8 @@ class Websockets:
         c = self.clients[ci]
         policy = c.reconnect
         lengths = (None if c.session is None
-                   else _Draws(c.session, stream(self.seed, *base, "session")))
-        gaps = _Draws(c.gap, stream(self.seed, *base, "gap"))
+                   else BlockDraws(stream(self.seed, *base, "session"), 64, c.session.sample))
+        gaps = BlockDraws(stream(self.seed, *base, "gap"), 64, c.gap.sample)
         while True:
             self._want(conn, env.now)
             session_end, failures = math.inf, 0
@@ -328,7 +300,8 @@ class Websockets:
         base = ("ws", "client", c.name)
         times = c.arrival.times(stream(seed, *base, "arrival"), T, self.day_offset_s)
         lengths = c.session.sample(stream(seed, *base, "session"), times.size)
-        draws = [_Uniforms(stream(seed, *base, p)) for p in ("faults", "reconnect", "stale")]
+        draws = [BlockDraws(stream(seed, *base, p), _BLOCK)
+                 for p in ("faults", "reconnect", "stale")]
         on_end = self._end_wanting
         for k, (t, length) in enumerate(zip(times.tolist(), lengths.tolist(), strict=True)):
             if t > env.now:

@@ -36,7 +36,8 @@ def render(markdown: str, folder: Path) -> str:
         out.append("<table>")
         out.append("<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in cells[0]) + "</tr>")
         for row in cells[1:]:
-            out.append("<tr>" + "".join(f'<td class="{ _cls(c)}">{_inline(c)}</td>' for c in row) + "</tr>")
+            tds = "".join(f'<td class="{ _cls(c)}">{_inline(c)}</td>' for c in row)
+            out.append("<tr>" + tds + "</tr>")
         out.append("</table>")
         table.clear()
 

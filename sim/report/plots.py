@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..tiers import WINDOW_S  # noqa: E402
+from ..vocabulary import WINDOW_S  # noqa: E402
 
 _PNG_META = {"Software": None}
 

@@ -65,14 +65,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CapsimError
-from ..vocabulary import (
-    MONITORING_PATH,
-    RPC,
-    SEARCH,
-    SIZE_METHOD,
-    STREAMS,
-    STREAMS_API_STREAMS,
-)
+from ..vocabulary import MONITORING_PATH, RPC, SEARCH, SIZE_METHOD, STREAMS, STREAMS_API_STREAMS
 from .bodies import (
     BodyError,
     canonical_hash,

@@ -62,7 +62,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CapsimError
-from ..vocabulary import (  # noqa: F401  (re-exported to the trace modules)
+
+# Re-exported: the trace modules read the vocabulary from here.
+from ..vocabulary import (  # noqa: F401
     APIS,
     MONITORING_PATH,
     RPC,

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..pricing import Pricing
+from ..config.arrivals import arrival_times
+from ..config.scenario import Scenario, Source
+from ..policy.pricing import Pricing
+from ..policy.resolved import LoadedScenario
+from ..policy.tiers import APIS
 from ..redact import pseudonym
 from ..rng import stream
-from ..scenario import LoadedScenario
-from ..scenario_model import Scenario, Source
-from ..tiers import APIS
 from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES
-from .arrivals import arrival_times
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
 _CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
@@ -33,7 +33,7 @@ class Tables:
     """Lookup tables shared by every tier's run; arrays index them by position."""
 
     methods: tuple[str, ...]
-    method_api: np.ndarray  # int8 index into sim.tiers.APIS
+    method_api: np.ndarray  # int8 index into sim.policy.tiers.APIS
     keys: tuple[str, ...]  # as written in the scenario (never written out)
     key_pseudonyms: tuple[str, ...]
     key_valid: np.ndarray  # bool: one of the account's keys
@@ -127,7 +127,8 @@ class RequestDrawer:
         service = np.empty(n, dtype=float)
         for m in np.unique(method):
             rows = np.flatnonzero(method == m)
-            service[rows] = self._service[self._tables.methods[m]].sample(self._rng_service, len(rows))
+            spec = self._service[self._tables.methods[m]]
+            service[rows] = spec.sample(self._rng_service, len(rows))
         return (method, items, np.round(reserve, _CU_DECIMALS), np.round(actual, _CU_DECIMALS),
                 service)
 

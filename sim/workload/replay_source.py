@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config.scenario import Method, Source
 from ..errors import CapsimError
 from ..redact import pseudonym
 from ..rng import stream
-from ..scenario_model import Method, Source
 from ..vocabulary import SIZE_METHOD
 from .method_map import apply_method_map, check_targets, describe
 

@@ -30,10 +30,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config.arrivals import BlockSync
+from ..config.scenario import Scenario, Source
 from ..errors import CapsimError
-from ..scenario import LoadedScenario
-from ..scenario_model import Scenario, Source
-from .arrivals import BlockSync
+from ..policy.resolved import LoadedScenario
 
 # ``python3 benchmarks/bench_memory.py`` (whole ``capsim run``, peak RSS, 0.2 and 0.8
 # million requests on 1 and 3 tiers) measured 675 bytes per request on 1 tier and 1,056

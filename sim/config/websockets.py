@@ -16,10 +16,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..distributions import Constant, Distribution
-from ..strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 from ..vocabulary import STREAM_API, STREAM_NAMES
-from ..workload.arrivals import ArrivalProcess
+from .arrivals import ArrivalProcess
+from .distributions import Constant, Distribution
+from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 
 StreamName = Literal[STREAM_NAMES]  # type: ignore[valid-type]
 """The three Streams API paths and the Search API's monitoring websocket."""

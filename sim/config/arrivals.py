@@ -21,8 +21,8 @@ from typing import Annotated, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
-from ..strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
 from ..vocabulary import DAY_S, HOUR_S
+from .strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
 
 _NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scenario_model import RetryPolicy
+from ..config.scenario import RetryPolicy
+from ..draws import BlockDraws
 
 _BLOCK = 4096
 
@@ -22,20 +23,10 @@ class RetryDecider:
         self.policy = policy
         self.retry_on = frozenset(policy.retry_on)
         self._kind = policy.policy
-        self._rng = rng
-        self._u = rng.random(_BLOCK)
-        self._i = 0
+        self._uniform = BlockDraws(rng, _BLOCK)
         self.requests = 0
         self.retries = 0
         self.budget_refusals = 0
-
-    def _uniform(self) -> float:
-        if self._i == _BLOCK:
-            self._u = self._rng.random(_BLOCK)
-            self._i = 0
-        u = self._u[self._i]
-        self._i += 1
-        return float(u)
 
     def on_request(self) -> None:
         """Count a new logical request (the retry budget grows with them)."""

@@ -1,4 +1,6 @@
-"""Loading a scenario file: TOML -> overrides -> validated, frozen :class:`Scenario`.
+"""Loading a scenario file: TOML -> ``--set`` overrides -> validated, frozen :class:`Scenario`.
+
+(:mod:`sim.policy.resolved` then resolves its tiers and pricing.)
 
 Every problem becomes a :class:`~sim.errors.CapsimError` naming the file, the line,
 the key path (``sources[1].arrival.rate``) and what was expected; unknown keys get a
@@ -19,23 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import CapsimError
-from .pricing import Pricing, deep_merge, default_pricing_table
-from .scenario_model import Scenario
-from .tiers import CATALOG, Tier, find_tier
-
-DEFAULT_SCENARIO = "default"
-
-
-@dataclass(frozen=True)
-class LoadedScenario:
-    """A validated scenario with what was resolved from it."""
-
-    scenario: Scenario
-    path: str
-    tiers: tuple[Tier, ...]
-    pricing: Pricing
-    pricing_overrides: dict[str, Any]
+from ..errors import CapsimError
+from .scenario import Scenario
 
 
 def builtin_scenario_text() -> str:
@@ -43,8 +30,10 @@ def builtin_scenario_text() -> str:
     return resources.files("sim").joinpath("data/default.toml").read_text("utf-8")
 
 
-def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedScenario:
-    """Read, override and validate a scenario; ``None`` is the built-in default."""
+def read(path: str | Path | None = None, overrides: list[str] = ()
+         ) -> tuple[dict[str, Any], Where]:
+    """Read a scenario's TOML (``None``: the built-in default) and apply ``--set``
+    overrides: the raw table, and where each key's value came from (for errors)."""
     if path is None:
         text, label = builtin_scenario_text(), "<built-in default scenario>"
     else:
@@ -66,52 +55,19 @@ def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedSce
         raise CapsimError(f"not valid TOML: {msg}", file=label,
                           line=int(match.group(1)) if match else None) from None
     overridden = [apply_override(raw, item) for item in overrides]
-    return validate(raw, label, key_lines(text), overridden)
+    return raw, Where(label, key_lines(text), tuple(overridden))
 
 
-def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None,
-             overridden: list[tuple] = ()) -> LoadedScenario:
-    """Validate a raw table into a :class:`LoadedScenario`.
+def validate_scenario(raw: dict[str, Any], where: Where) -> Scenario:
+    """Validate a raw table into a frozen :class:`Scenario` (one clear error if not).
 
-    ``overridden`` lists the key paths set by ``--set``: an error in one of them names
-    the ``--set`` option and the key path, not the file's line.
+    ``where.overridden`` lists the key paths set by ``--set``: an error in one of them
+    names the ``--set`` option and the key path, not the file's line.
     """
-    where = _Where(label, lines or {}, tuple(overridden))
     try:
-        scenario = Scenario.model_validate(raw)
+        return Scenario.model_validate(raw)
     except ValidationError as err:
-        raise _render(err, raw, where, Scenario) from None
-    try:
-        pricing = Pricing.model_validate(deep_merge(default_pricing_table(), scenario.pricing))
-    except ValidationError as err:
-        raise _render(err, raw.get("pricing", {}), where, Pricing, prefix=("pricing",)) from None
-    for name in scenario.sizing_profiles_used():
-        if name not in pricing.sizing.profile_gas_cap:
-            known = sorted(pricing.sizing.profile_gas_cap)
-            raise CapsimError(f"unknown sizing profile {name!r}; expected one of {known} "
-                              "or a [pricing.sizing.profile_gas_cap] entry", file=label,
-                              field="sources[].sizing.profiles")
-    custom = tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap, custom=True)
-                   for t in scenario.custom_tiers)
-    catalog = CATALOG + custom
-    if scenario.tiers:
-        tiers = []
-        for i, name in enumerate(scenario.tiers):
-            try:
-                tiers.append(find_tier(name, catalog))
-            except CapsimError as err:
-                message = err.message
-                if where.override_of(("tiers", i)) is not None:  # never echo a --set value
-                    message = message.replace(f"unknown tier {name!r}", "unknown tier")
-                raise where.error(message, ("tiers", i)) from None
-    else:
-        tiers = list(catalog)
-    if custom:
-        extra = {t.name: {"daily_allowance_cu": t.daily_allowance_cu, "monthly_usd": t.monthly_usd}
-                 for t in scenario.custom_tiers}
-        pricing = Pricing.model_validate(
-            deep_merge(pricing.model_dump(), {"tiers": extra}))
-    return LoadedScenario(scenario, label, tuple(tiers), pricing, scenario.pricing)
+        raise render_error(err, raw, where, Scenario) from None
 
 
 # -- --set overrides ------------------------------------------------------------------
@@ -193,7 +149,7 @@ def parse_path(text: str) -> tuple[str | int, ...]:
 # -- error rendering ------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Where:
+class Where:
     """Where a key path's value came from: the file (with its line) or a ``--set``."""
 
     label: str
@@ -256,7 +212,7 @@ def _value_at(raw: Any, path: tuple) -> Any:
     return node
 
 
-def _render(err: ValidationError, raw: Any, where: _Where, model: type[BaseModel],
+def render_error(err: ValidationError, raw: Any, where: Where, model: type[BaseModel],
             prefix: tuple = ()) -> CapsimError:
     messages = []
     first_line = first_field = None
@@ -307,7 +263,8 @@ def _real_path(raw: Any, loc: tuple) -> tuple:
     """The loc without pydantic's union-tag and validator segments (they are not keys)."""
     path, node = [], raw
     for seg in loc:
-        if isinstance(node, dict) and seg in node or isinstance(node, list) and isinstance(seg, int) and seg < len(node):
+        in_dict = isinstance(node, dict) and seg in node
+        if in_dict or isinstance(node, list) and isinstance(seg, int) and seg < len(node):
             node = node[seg]
             path.append(seg)
         elif isinstance(node, dict) and isinstance(seg, str) and not _is_tag(seg, node):
@@ -349,8 +306,8 @@ def _step(tp: Any, seg: Any, node: Any) -> Any:
     tp = _pick_model(tp, node if not isinstance(seg, int) else None)
     if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(seg, str):
         for name, info in tp.model_fields.items():
-            if seg in (name, info.alias):
-                return info.annotation
+            if seg in (name, info.alias):  # keep the FieldInfo: it holds the discriminator
+                return typing.Annotated[info.annotation, info]
         return None
     origin = typing.get_origin(tp)
     if origin in (list, tuple) and isinstance(seg, int):
@@ -361,28 +318,46 @@ def _step(tp: Any, seg: Any, node: Any) -> Any:
 
 
 def _pick_model(tp: Any, node: Any) -> Any:
-    """Unwrap Annotated / Optional / unions, choosing the member the raw node selects."""
+    """Unwrap Annotated / Optional / unions, choosing the member the raw node selects.
+
+    A tagged union names its tag in pydantic's own ``discriminator`` (on the Annotated
+    ``Field``); the member is the one whose tag field's ``Literal`` holds the node's tag.
+    """
+    tag = None
     while True:
         origin = typing.get_origin(tp)
         if origin is typing.Annotated:
-            tp = typing.get_args(tp)[0]
+            tp, *meta = typing.get_args(tp)
+            tag = next((d for d in map(_discriminator, meta) if d), tag)
         elif origin in (typing.Union, types.UnionType):
             members = [a for a in typing.get_args(tp) if a is not type(None)]
             if len(members) == 1:
                 tp = members[0]
                 continue
-            for member in members:
-                if isinstance(member, type) and issubclass(member, BaseModel) and isinstance(node, dict):
-                    for tag in ("process", "dist"):
-                        field = member.model_fields.get(tag)
-                        if field and node.get(tag) in typing.get_args(field.annotation):
-                            return member
+            if tag and isinstance(node, dict):
+                for member in members:
+                    field = getattr(member, "model_fields", {}).get(tag)
+                    if field and node.get(tag) in typing.get_args(field.annotation):
+                        return member
             return members[0]
         else:
             return tp
 
 
+def _discriminator(meta: Any) -> str | None:
+    """The tag field's name if ``meta`` is a pydantic ``Field(discriminator=...)``."""
+    disc = getattr(meta, "discriminator", None)
+    if isinstance(disc, str):
+        return disc
+    return getattr(disc, "discriminator", None) if isinstance(
+        getattr(disc, "discriminator", None), str) else None
+
+
 # -- line numbers ---------------------------------------------------------------------
+
+_KEY_VALUE = re.compile(
+    r'^((?:[A-Za-z0-9_\-]+|"[^"]*")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|"[^"]*"))*)\s*=\s*(.*)$')
+
 
 def key_lines(text: str) -> dict[tuple, int]:
     """Map key paths to the line that defines them (tables, arrays of tables, inline tables)."""
@@ -405,7 +380,7 @@ def key_lines(text: str) -> dict[tuple, int]:
             table = _resolve(parse_path(m.group(1)), counts)
             lines.setdefault(table, lineno)
             continue
-        m = re.match(r'^((?:[A-Za-z0-9_\-]+|"[^"]*")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|"[^"]*"))*)\s*=\s*(.*)$', s)
+        m = _KEY_VALUE.match(s)
         if m:
             key = table + parse_path(re.sub(r"\s+", "", m.group(1)))
             lines[key] = lineno

@@ -34,10 +34,38 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .vocabulary import DAY_S
+from ..vocabulary import DAY_S
 
 OK, THROTTLED, NO_ALLOWANCE, OVERSIZED = 0, 1, 2, 3
-"""Results of :meth:`CULimiter.reserve`."""
+"""Status codes of :meth:`CULimiter.reserve`."""
+
+
+class Reservation(int):
+    """What :meth:`CULimiter.reserve` returns and :meth:`CULimiter.settle` takes back.
+
+    It *is* the status code (``reserve(...) == OK``) and carries where the CU were
+    booked: ``window`` (the window's row in :meth:`~CULimiter.window_stats`, -1 if none),
+    ``day`` (the UTC day of the daily ledger, -1 if none) and ``phantom`` (a throttle
+    that would have fitted had every in-flight reservation already settled).
+    """
+
+    window: int
+    day: int
+    phantom: bool
+
+    def __repr__(self) -> str:
+        name = ("OK", "THROTTLED", "NO_ALLOWANCE", "OVERSIZED")[int(self)]
+        return f"Reservation({name}, window={self.window}, day={self.day}, phantom={self.phantom})"
+
+
+def _booked(status: int, window: int, day: int, phantom: bool = False) -> Reservation:
+    r = int.__new__(Reservation, status)
+    r.window, r.day, r.phantom = window, day, phantom
+    return r
+
+
+_UNBILLED = _booked(OK, -1, -1)
+_OVERSIZED = _booked(OVERSIZED, -1, -1)
 
 _EPS = 1e-9  # relative slack so that sums of decimal CU costs compare as on paper
 
@@ -87,7 +115,8 @@ class CULimiter:
         if alignment not in ("epoch", "first-hit"):
             raise ValueError(f"alignment must be 'epoch' or 'first-hit', not {alignment!r}")
         if refund_to not in ("origin-window", "current-window"):
-            raise ValueError(f"refund_to must be 'origin-window' or 'current-window', not {refund_to!r}")
+            raise ValueError("refund_to must be 'origin-window' or 'current-window', "
+                             f"not {refund_to!r}")
         if budget_cu <= 0 or window_s <= 0:
             raise ValueError("budget_cu and window_s must be positive")
         self.budget_cu = float(budget_cu)
@@ -166,26 +195,27 @@ class CULimiter:
 
     # -- verbs -----------------------------------------------------------------------
 
-    def reserve(self, now: float, cost: float, actual: float | None = None) -> int:
-        """Try to reserve ``cost`` CU at ``now``; returns OK, THROTTLED, NO_ALLOWANCE or OVERSIZED.
+    def reserve(self, now: float, cost: float, actual: float | None = None) -> Reservation:
+        """Try to reserve ``cost`` CU at ``now``: a :class:`Reservation` equal to OK,
+        THROTTLED, NO_ALLOWANCE or OVERSIZED, to hand back to :meth:`settle`.
 
         ``actual`` is what the action will settle to (defaults to ``cost``); it is used
         only to tell *phantom* throttles -- ones that would have fitted had every
-        in-flight reservation already settled -- from real ones (:attr:`last_phantom`).
-        On OK, :attr:`wid` and :attr:`day` identify the reservation for :meth:`settle`.
+        in-flight reservation already settled -- from real ones (``.phantom``; also
+        :attr:`last_phantom`). :attr:`wid` and :attr:`day` are the current window and day.
         """
         self.last_phantom = False
         if cost <= 0.0:
-            return OK
+            return _UNBILLED
         if cost > self._limit:
-            return OVERSIZED
+            return _OVERSIZED
         allowance = self.daily_allowance_cu
         if allowance is not None:
             if now >= self._day_end:
                 self._roll_day(now)
             if self._day_used + cost > allowance * (1 + _EPS):
                 self.daily_exhausted_at.setdefault(self.day, now)
-                return NO_ALLOWANCE
+                return _booked(NO_ALLOWANCE, -1, self.day)
         if now >= self._end and not self._roll(now):
             self._open_window(now)  # first-hit: this billed request starts a window
         wid = self.wid
@@ -196,7 +226,8 @@ class CULimiter:
             if used - pending + cost <= self._limit:
                 self.last_phantom = True
                 self._w_phantom[wid] += 1
-            return THROTTLED
+                return _booked(THROTTLED, wid, self.day, True)
+            return _booked(THROTTLED, wid, self.day)
         used += cost
         self._used = used
         if used > self._w_peak[wid]:
@@ -210,10 +241,17 @@ class CULimiter:
         if allowance is not None:
             self._day_used += cost
             self.daily_used[self.day] = self._day_used
-        return OK
+        return _booked(OK, wid, self.day)
 
-    def settle(self, now: float, wid: int, day: int, reserved: float, actual: float) -> None:
-        """Settle a reservation made in window ``wid`` and day ``day`` to ``actual`` CU."""
+    def settle(self, now: float, booked: Reservation | int, *args: float) -> None:
+        """Settle a reservation to ``actual`` CU: ``settle(now, reservation, reserved,
+        actual)``, or ``settle(now, window, day, reserved, actual)`` with the ids."""
+        if isinstance(booked, Reservation):
+            wid, day = booked.window, booked.day
+            reserved, actual = args
+        else:
+            wid = booked
+            day, reserved, actual = args
         if reserved <= 0.0:
             return
         self._w_settled[wid] += actual
@@ -234,12 +272,12 @@ class CULimiter:
                 self._day_used = max(0.0, self._day_used - refund)
                 self.daily_used[day] = self._day_used
 
-    def spend(self, now: float, cost: float) -> int:
+    def spend(self, now: float, cost: float) -> Reservation:
         """Reserve a cost known in advance and settle it at once (websocket connects and
         published events); same results as :meth:`reserve`."""
         status = self.reserve(now, cost, cost)
         if status == OK and cost > 0.0:
-            self._w_settled[self.wid] += cost
+            self._w_settled[status.window] += cost
         return status
 
     def retry_after(self, now: float) -> int:

@@ -1,7 +1,7 @@
 """The scenario format: frozen, validated configuration objects.
 
 A scenario file (TOML) is parsed into :class:`Scenario`. Every model forbids unknown
-keys; :mod:`sim.scenario` turns validation errors into one clear message with the
+keys; :mod:`sim.config.loader` turns validation errors into one clear message with the
 file, line, key path and expectation. Units: times in seconds unless a field says
 ``_ms``; rates per second; CU in compute units.
 """
@@ -15,12 +15,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..vocabulary import APIS, SIZE_METHOD
+from .arrivals import ArrivalProcess
 from .distributions import Beta, Distribution, IntUniform, LogNormal
-from .model.ws_config import StreamClient, WebsocketSettings
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
-from .tiers import APIS
-from .vocabulary import SIZE_METHOD
-from .workload.arrivals import ArrivalProcess
+from .websockets import StreamClient, WebsocketSettings
 
 BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE_METHOD: "search"}
 METHOD_ALIASES = {"size": SIZE_METHOD, "/v1/size": SIZE_METHOD}
@@ -216,8 +215,10 @@ def _default_methods() -> dict[str, Method]:
 
 
 class LimiterSettings(Strict):
-    """Window alignment and refund policy of the account limiter."""
+    """Which limiter policy (``kind``; :data:`sim.policy.limiters.LIMITERS`), its window
+    alignment and refund policy."""
 
+    kind: Literal["fixed-window"] = "fixed-window"
     alignment: Literal["epoch", "first-hit"] = "epoch"
     refund_to: Literal["origin-window", "current-window"] = "origin-window"
 

@@ -1,0 +1,87 @@
+"""A scenario resolved against the service: its tiers found in the catalog (plus its
+custom tiers) and its effective pricing, ready for the demand plan and the model.
+
+    loaded = sim.policy.resolved.load("workloads/searcher.toml", ["duration=600"])
+
+Reading, ``--set`` overrides and validation are :mod:`sim.config.loader`'s; this module
+adds what needs the catalog and the pricing assumptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..config.loader import Where, read, render_error, validate_scenario
+from ..config.scenario import Scenario
+from ..errors import CapsimError
+from .pricing import Pricing, deep_merge, default_pricing_table
+from .tiers import CATALOG, Tier, find_tier
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A validated scenario with what was resolved from it."""
+
+    scenario: Scenario
+    path: str
+    tiers: tuple[Tier, ...]
+    pricing: Pricing
+    pricing_overrides: dict[str, Any]
+
+
+def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedScenario:
+    """Read, override, validate and resolve a scenario; ``None`` is the built-in default."""
+    raw, where = read(path, overrides)
+    return _resolve(raw, where)
+
+
+def validate(raw: dict[str, Any], label: str, lines: dict[tuple, int] | None = None,
+             overridden: list[tuple] = ()) -> LoadedScenario:
+    """Validate a raw table into a :class:`LoadedScenario`.
+
+    ``overridden`` lists the key paths set by ``--set``: an error in one of them names
+    the ``--set`` option and the key path, not the file's line.
+    """
+    return _resolve(raw, Where(label, lines or {}, tuple(overridden)))
+
+
+def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
+    scenario = validate_scenario(raw, where)
+    label = where.label
+    try:
+        pricing = Pricing.model_validate(deep_merge(default_pricing_table(), scenario.pricing))
+    except ValidationError as err:
+        raise render_error(err, raw.get("pricing", {}), where, Pricing,
+                           prefix=("pricing",)) from None
+    for name in scenario.sizing_profiles_used():
+        if name not in pricing.sizing.profile_gas_cap:
+            known = sorted(pricing.sizing.profile_gas_cap)
+            raise CapsimError(f"unknown sizing profile {name!r}; expected one of {known} "
+                              "or a [pricing.sizing.profile_gas_cap] entry", file=label,
+                              field="sources[].sizing.profiles")
+    custom = tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap, custom=True)
+                   for t in scenario.custom_tiers)
+    catalog = CATALOG + custom
+    if scenario.tiers:
+        tiers = []
+        for i, name in enumerate(scenario.tiers):
+            try:
+                tiers.append(find_tier(name, catalog))
+            except CapsimError as err:
+                message = err.message
+                if where.override_of(("tiers", i)) is not None:  # never echo a --set value
+                    message = message.replace(f"unknown tier {name!r}", "unknown tier")
+                raise where.error(message, ("tiers", i)) from None
+    else:
+        tiers = list(catalog)
+    if custom:
+        extra = {t.name: {"daily_allowance_cu": t.daily_allowance_cu,
+                          "monthly_usd": t.monthly_usd}
+                 for t in scenario.custom_tiers}
+        pricing = Pricing.model_validate(
+            deep_merge(pricing.model_dump(), {"tiers": extra}))
+    return LoadedScenario(scenario, label, tuple(tiers), pricing, scenario.pricing)
