@@ -14,11 +14,13 @@ events (CU spent by publishing). Without a sidecar every attempt counts as HTTP/
 SNI on an existing connection.
 
 An HTTP attempt is replayed when its request was written to its connection (the
-sidecar's ``t_wire_s``), a handshake at its send time. Attempts within ``boundary_s``
-of a 12-second window boundary (``epoch`` alignment) are not compared -- which window
-they reached is a matter of transit time -- and are counted
-(:attr:`Comparison.near_boundary`). Attempts whose reply was not an outcome of the
-model (a 404, a transport error) are counted as ``unmodelled``.
+sidecar's ``t_wire_s``), a handshake at its send time. An attempt whose way to the
+service -- from then until the emulator decided it (``t_server_s``), widened by
+``boundary_s`` on both sides -- spans a 12-second window boundary (``epoch``
+alignment) reached a window the client cannot tell: it is replayed at its decision time
+(so its CU count in the window they did) and not compared, only counted
+(:attr:`Comparison.near_boundary`). Attempts whose reply was not an outcome of the model
+(a 404, a transport error) are counted as ``unmodelled``.
 """
 
 from __future__ import annotations
@@ -168,6 +170,17 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             end = t[i] + (latency[i] if latency[i] == latency[i] else 0.0)
             if conn[i] not in last_end or end > last_end[conn[i]][0]:
                 last_end[conn[i]] = (end, source[i])
+    # An attempt whose way to the service -- from going on the wire to being decided
+    # (``t_server_s``, when recorded), widened by ``boundary_s`` -- spans a window
+    # boundary reached a window the client cannot know: it is replayed where the service
+    # decided it, so that its CU land in the same window as they did, and not compared.
+    ambiguous = np.zeros(n, dtype=bool)
+    if boundary_s > 0:
+        lo = t_reach - boundary_s
+        hi = np.where(np.isnan(t_server), t_reach, np.maximum(t_reach, t_server)) + boundary_s
+        ambiguous = np.floor(lo / WINDOW_S) != np.floor(hi / WINDOW_S)
+        moved = ambiguous & ~np.isnan(t_server)
+        t_reach[moved] = t_server[moved]
     for i in np.argsort(t_reach, kind="stable"):
         events.append((t_reach[i], 2, int(i), "attempt", {"i": int(i)}))
     heapq.heapify(events)
@@ -227,7 +240,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         if recorded is None:
             result.unmodelled += 1
             continue
-        if boundary_s > 0 and _near_boundary(now, boundary_s):
+        if ambiguous[i]:
             result.near_boundary += 1
             continue
         result.compared += 1
@@ -238,11 +251,6 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             result.mismatches.append(Mismatch(int(i), float(now), str(method), d.name, recorded,
                                               float(t_server[i])))
     return result
-
-
-def _near_boundary(t: float, margin: float) -> bool:
-    edge = round(t / WINDOW_S) * WINDOW_S
-    return abs(t - edge) < margin
 
 
 def _costs(method: str, profiles, cu: float, pricing) -> tuple[float, float]:
