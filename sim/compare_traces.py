@@ -81,8 +81,9 @@ class Comparison:
     def describe(self) -> str:
         """A few lines for people."""
         lines = [f"compared {self.compared} attempts: {self.agreed} agree "
-                 f"({100 * self.agreement:.2f} %); {self.near_boundary} within the boundary "
-                 f"margin of a window edge and {self.unmodelled} unmodelled replies left out"]
+                 f"({100 * self.agreement:.2f} %); left out: {self.near_boundary} whose way "
+                 f"to the service spans a window boundary, {self.unmodelled} unmodelled "
+                 "replies"]
         for (rec, pred), n in sorted(self.confusion.items()):
             if rec != pred:
                 lines.append(f"  recorded {rec}, predicted {pred}: {n}")
