@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_live import drive, serve
 from .cli_regression import COMMANDS as REGRESSION_COMMANDS
 from .cli_sweep import headroom, sweep
 from .cli_trace import trace
@@ -196,6 +197,8 @@ def validate(scenario, overrides, max_requests):
 main.add_command(trace)
 main.add_command(sweep)
 main.add_command(headroom)
+main.add_command(serve)
+main.add_command(drive)
 for _command in REGRESSION_COMMANDS:
     main.add_command(_command)
 

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim.metrics", "sim.runner"),
     ("sim.report",),
     ("sim.api", "sim.cli", "sim.cli_trace", "sim.cli_sweep", "sim.jobs", "sim.regression",
-     "sim.cli_regression"),
+     "sim.cli_regression", "sim.live", "sim.compare_traces", "sim.cli_live"),
 ]
 
 
