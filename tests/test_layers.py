@@ -28,8 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim.model",),
     ("sim.metrics", "sim.account_metrics", "sim.runner"),
     ("sim.report",),
-    ("sim.api", "sim.cli", "sim.cli_trace", "sim.jobs", "sim.regression",
-     "sim.cli_regression"),
+    ("sim.api", "sim.cli", "sim.cli_trace", "sim.cli_sweep", "sim.jobs", "sim.regression",
+     "sim.cli_regression", "sim.live", "sim.compare_traces", "sim.cli_live"),
 ]
 
 
