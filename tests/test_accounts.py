@@ -329,3 +329,19 @@ def test_two_accounts_workload_two_rpc_vs_one_all_3_apis():
     md = render(split.summary.to_dict(), [])
     assert "## Accounts" in md and "| RPC | 98 | app | RPC |" in md
     assert "| RPC | 8,000 | 98 |" in md  # the tier table shows the plan's budget and price
+
+
+def test_the_live_emulator_refuses_several_accounts():
+    """The emulator serves one account: a two-account scenario is a user error, not an
+    AttributeError deep inside."""
+    from sim.live.admission import Admission
+
+    raw = raw_scenario([constant("x", "x", Fraction(1), Fraction(1, 2))], tiers=["RPC"],
+                       accounts=[{"name": "x", "keys": ["x"]}, {"name": "y", "keys": ["y"]}])
+    loaded = validate(raw, "test")
+    with pytest.raises(CapsimError, match="serves one account") as err:
+        Admission(loaded, loaded.tiers[0])
+    assert err.value.field == "accounts"
+    one = validate(raw_scenario([constant("x", "x", Fraction(1), Fraction(1, 2))],
+                                tiers=["RPC"], accounts=[{"name": "x", "keys": ["x"]}]), "test")
+    Admission(one, one.tiers[0])  # a single [[accounts]] entry is served
