@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .policy.resolved import LoadedScenario, load
@@ -67,16 +67,19 @@ def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
 def run(scenario: str | Path | LoadedScenario | None = None, *,
         tiers: Iterable[str] | None = None, seed: int | None = None,
         overrides: Iterable[str] | None = None, jobs: int = 1,
-        progress: Progress | None = None) -> RunResult:
+        progress: Progress | None = None, records: str = "attempts") -> RunResult:
     """Simulate ``scenario`` against its tiers (or ``tiers``, by name) and return the results.
 
     ``scenario`` is a TOML path, None for the built-in default, or a
     :class:`~sim.policy.LoadedScenario`; ``overrides`` take the dotted paths of
     ``capsim run --set`` (``["duration=600", "sources[0].arrival.rate=40"]``); ``jobs``
-    simulates tiers in worker processes (same results). A user's mistake raises
+    simulates tiers in worker processes (same results); ``records`` chooses what
+    :meth:`RunResult.write` writes per row: ``"attempts"`` (``requests.parquet`` and
+    ``windows.parquet``), ``"windows"`` (``windows.parquet`` only, what sweeps use) or
+    ``"none"``. Attempt rows are spooled to disk as the run goes either way, and
+    ``result.attempts`` reads them back whole. A user's mistake raises
     :class:`~sim.errors.CapsimError`.
     """
     loaded = load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
-    out = _run_loaded(loaded, jobs=jobs, progress=progress)
-    return RunResult(out.summary, out.attempts, out.windows, out.latencies, out.streams,
-                     out.slots)
+    out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records)
+    return RunResult(**{f.name: getattr(out, f.name) for f in fields(out)})

@@ -84,13 +84,18 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Tiers simulated in parallel worker processes.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, no table.")
+@click.option("--records", type=click.Choice(["attempts", "windows", "none"]),
+              default="attempts", show_default=True,
+              help="Per-row tables written: attempts (requests.parquet and "
+                   "windows.parquet), windows (windows.parquet only) or none.")
 @scenario_options
 @size_options
-def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
+def run(scenario, tiers, seed, out, jobs, quiet, records, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
-    PNG plots into --out, replacing the folder whole only once everything is written.
+    PNG plots into --out (fewer tables with --records), replacing the folder whole only
+    once everything is written.
     """
     from .api import run as run_scenario
     from .report.markdown import tier_table
@@ -101,7 +106,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
     progress = None if quiet else _progress(loaded)
-    result = run_scenario(loaded, jobs=jobs, progress=progress)
+    result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
     if not quiet:
         click.echo("", err=True)
     folder = result.write(out_dir)
