@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .policy.resolved import LoadedScenario, load
-from .policy.tiers import CATALOG, Tier, find_tier
+from .policy.resolved import LoadedScenario
+from .policy.selection import load_scenario
+from .policy.tiers import Tier
 from .runner import RunOutput
 from .runner import run as _run_loaded
 
@@ -35,33 +36,6 @@ class RunResult(RunOutput):
         from .report.writer import write_report
 
         return write_report(self, out_dir)
-
-
-def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
-                  tiers: Iterable[str] | None = None, seed: int | None = None,
-                  overrides: Iterable[str] | None = None) -> LoadedScenario:
-    """Load ``scenario`` (a path, None for the built-in default, or already loaded) with
-    ``--set``-style ``overrides``, a ``seed`` and a tier selection applied."""
-    overrides = [*(overrides or ())]
-    if isinstance(scenario, LoadedScenario):
-        if overrides:
-            raise ValueError("overrides apply to a scenario file: pass its path, "
-                             "or override before loading (sim.policy.load)")
-        loaded = scenario
-        if seed is not None:
-            sc = loaded.scenario.model_copy(update={"seed": int(seed)})
-            loaded = LoadedScenario(sc, loaded.path, loaded.tiers, loaded.pricing,
-                                    loaded.pricing_overrides)
-    else:
-        extra = [f"seed={seed}"] if seed is not None else []
-        loaded = load(scenario, [*overrides, *extra])
-    names = [tiers] if isinstance(tiers, str) else list(tiers or ())
-    if names:
-        catalog = tuple(loaded.tiers) + tuple(t for t in CATALOG if t not in loaded.tiers)
-        chosen = tuple(dict.fromkeys(find_tier(name, catalog) for name in names))
-        loaded = LoadedScenario(loaded.scenario, loaded.path, chosen, loaded.pricing,
-                                loaded.pricing_overrides)
-    return loaded
 
 
 def run(scenario: str | Path | LoadedScenario | None = None, *,

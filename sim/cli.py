@@ -69,7 +69,7 @@ def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1)
 
 def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = None,
           tiers: tuple[str, ...] = ()) -> LoadedScenario:
-    from .api import load_scenario
+    from .policy.selection import load_scenario
 
     return load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
 
