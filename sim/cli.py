@@ -13,6 +13,9 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_live import drive, serve
+from .cli_regression import COMMANDS as REGRESSION_COMMANDS
+from .cli_sweep import headroom, sweep
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .policy.pricing import Pricing, default_pricing_table
@@ -84,21 +87,28 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Tiers simulated in parallel worker processes.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, no table.")
+@click.option("--headroom", "with_headroom", is_flag=True,
+              help="Also find how far the load may grow before the recommended tier "
+                   "stops meeting the SLO (see capsim headroom).")
 @click.option("--records", type=click.Choice(["attempts", "windows", "none"]),
               default="attempts", show_default=True,
               help="Per-row tables written: attempts (requests.parquet and "
                    "windows.parquet), windows (windows.parquet only) or none.")
 @scenario_options
 @size_options
-def run(scenario, tiers, seed, out, jobs, quiet, records, overrides, max_requests):
+def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrides,
+        max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
     PNG plots into --out (fewer tables with --records), replacing the folder whole only
     once everything is written.
+    --out must be missing, empty or a capsim report; one run at a time per folder.
     """
     from .api import run as run_scenario
+    from .report.folder import ReportFolder
     from .report.markdown import tier_table
+    from .report.writer import write_report
 
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, jobs)
@@ -106,10 +116,13 @@ def run(scenario, tiers, seed, out, jobs, quiet, records, overrides, max_request
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
     progress = None if quiet else _progress(loaded)
-    result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
-    if not quiet:
-        click.echo("", err=True)
-    folder = result.write(out_dir)
+    # Claimed and locked before simulating: a folder that is not a report, or one another
+    # run is writing, fails now rather than after the run.
+    with ReportFolder(out_dir) as claimed:
+        result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
+        if not quiet:
+            click.echo("", err=True)
+        folder = write_report(result, out_dir, claimed)
     if quiet:
         return
     click.echo("")
@@ -117,6 +130,10 @@ def run(scenario, tiers, seed, out, jobs, quiet, records, overrides, max_request
         click.echo(row)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if with_headroom:
+        from .cli_sweep import run_headroom_line
+
+        click.echo(run_headroom_line(scenario, overrides, rec.tier, seed))
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
 
 
@@ -184,6 +201,12 @@ def validate(scenario, overrides, max_requests):
 
 
 main.add_command(trace)
+main.add_command(sweep)
+main.add_command(headroom)
+main.add_command(serve)
+main.add_command(drive)
+for _command in REGRESSION_COMMANDS:
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
