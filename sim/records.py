@@ -24,6 +24,9 @@ from .workload.demand import Plan
 RECORDS = ("attempts", "windows", "none")
 
 PARQUET_OPTIONS = {"compression": "zstd", "use_dictionary": True}
+#: Rows per row group of ``requests.parquet``: large enough for zstd and the dictionaries
+#: to pay (32k-row groups made the file 1.1-2x larger than pandas' snappy default).
+ROW_GROUP_ROWS = 1 << 18
 
 
 def spool_folder() -> tempfile.TemporaryDirectory:
@@ -66,22 +69,33 @@ class AttemptRecords:
         return attempt_rows({n: v[:0] for n, v in empty.items()}, self._tier(0, 0), self.plan)
 
     def write_parquet(self, path: str | Path) -> int:
-        """Write ``requests.parquet`` chunk by chunk (zstd, dictionary); rows written."""
+        """Write ``requests.parquet`` in row groups of about :data:`ROW_GROUP_ROWS`
+        (zstd, dictionary), a few spooled chunks at a time; returns the rows written."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        writer, rows = None, 0
+        writer, rows, pending, pending_rows = None, 0, [], 0
+
+        def flush():
+            nonlocal writer, pending, pending_rows
+            table = pa.concat_tables(pending)
+            if writer is None:
+                writer = pq.ParquetWriter(str(path), table.schema, **PARQUET_OPTIONS)
+            writer.write_table(table, row_group_size=max(1, len(table)))
+            pending, pending_rows = [], 0
+
         try:
             for frame in self.frames():
-                table = pa.Table.from_pandas(frame, preserve_index=False)
-                if writer is None:
-                    writer = pq.ParquetWriter(str(path), table.schema, **PARQUET_OPTIONS)
-                writer.write_table(table)
+                pending.append(pa.Table.from_pandas(frame, preserve_index=False))
+                pending_rows += len(frame)
                 rows += len(frame)
+                if pending_rows >= ROW_GROUP_ROWS:
+                    flush()
+            if pending:
+                flush()
             if writer is None:
-                table = pa.Table.from_pandas(self._empty(), preserve_index=False)
-                writer = pq.ParquetWriter(str(path), table.schema, **PARQUET_OPTIONS)
-                writer.write_table(table)
+                pending = [pa.Table.from_pandas(self._empty(), preserve_index=False)]
+                flush()
         finally:
             if writer is not None:
                 writer.close()
