@@ -78,7 +78,7 @@ class AttemptRecords:
 
         def flush():
             nonlocal writer, pending, pending_rows
-            table = pa.concat_tables(pending)
+            table = pa.concat_tables(pending).combine_chunks()
             if writer is None:
                 writer = pq.ParquetWriter(str(path), table.schema, **PARQUET_OPTIONS)
             writer.write_table(table, row_group_size=max(1, len(table)))
