@@ -72,7 +72,7 @@ def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1)
 
 def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = None,
           tiers: tuple[str, ...] = ()) -> LoadedScenario:
-    from .api import load_scenario
+    from .policy.selection import load_scenario
 
     return load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
 
@@ -90,13 +90,19 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
 @click.option("--headroom", "with_headroom", is_flag=True,
               help="Also find how far the load may grow before the recommended tier "
                    "stops meeting the SLO (see capsim headroom).")
+@click.option("--records", type=click.Choice(["attempts", "windows", "none"]),
+              default="attempts", show_default=True,
+              help="Per-row tables written: attempts (requests.parquet and "
+                   "windows.parquet), windows (windows.parquet only) or none.")
 @scenario_options
 @size_options
-def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, overrides, max_requests):
+def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrides,
+        max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
-    PNG plots into --out, replacing the folder whole only once everything is written.
+    PNG plots into --out (fewer tables with --records), replacing the folder whole only
+    once everything is written.
     --out must be missing, empty or a capsim report; one run at a time per folder.
     """
     from .api import run as run_scenario
@@ -113,7 +119,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, overrides, max_r
     # Claimed and locked before simulating: a folder that is not a report, or one another
     # run is writing, fails now rather than after the run.
     with ReportFolder(out_dir) as claimed:
-        result = run_scenario(loaded, jobs=jobs, progress=progress)
+        result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
         if not quiet:
             click.echo("", err=True)
         folder = write_report(result, out_dir, claimed)

@@ -12,9 +12,11 @@ import json
 import click
 
 from .errors import USAGE_EXIT_CODE, CapsimError
-from .traces.importers import FORMATS, import_trace
-from .traces.schema import DEFAULT_CHUNK_ROWS
-from .traces.stats import render_stats, trace_stats
+
+# Kept here, not imported, so registering the command loads no pyarrow; a test checks
+# that they match sim.traces.importers.FORMATS and sim.traces.schema.DEFAULT_CHUNK_ROWS.
+FORMATS = ("csv", "jsonl", "parquet", "har", "rpc-log", "size-log")
+DEFAULT_CHUNK_ROWS = 500_000
 
 
 def _user_errors(fn):
@@ -79,6 +81,8 @@ def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | Non
     key or opaque URL token that survived before it is published. An import that keeps
     nothing fails (exit 2) with the reasons by count, unless --allow-empty.
     """
+    from .traces.importers import import_trace
+
     report = import_trace(file, out, fmt=fmt, on_invalid=on_invalid, region=region,
                           chunk_rows=chunk_rows, host_map=host_map, allow_empty=allow_empty)
     click.echo(report.render())
@@ -93,6 +97,8 @@ def stats_cmd(file: str, as_json: bool) -> None:
     window, the peak window, counts by API / method / key / region / status, and the
     smallest tier that covers the peak.
     """
+    from .traces.stats import render_stats, trace_stats
+
     stats = trace_stats(file)
     if as_json:
         click.echo(json.dumps(stats, indent=2, default=str))

@@ -46,7 +46,10 @@ def _r(x: float, nd: int = 6) -> float:
 def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
     """The per-tier entry of ``summary.json``."""
     sc, tier = plan.scenario, result.tier
-    a, q = result.attempts, result.requests
+    # Only the columns the figures need, read whole so the sums keep numpy's order.
+    a = result.attempt_sink.read(["outcome", "phantom", "cu_reserved", "cu_settled",
+                                  "method", "stream_wait_s"])
+    q = result.request_sink.read(["outcome", "t_first", "t_end"])
     n_att, n_req = len(a["outcome"]), len(q["outcome"])
     counts = np.bincount(a["outcome"], minlength=len(rc.OUTCOMES))
     throttled = int(np.isin(a["outcome"], _THROTTLES).sum())
@@ -96,7 +99,7 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
             else (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
         },
         "retry_budget_refusals": result.retry_budget_refusals,
-        "connections": _connections(result),
+        "connections": _connections(result, a),
         "websockets": _websockets(result, a),
         "by_method": _by_method(a, plan),
     }
@@ -162,15 +165,15 @@ def slots_frame(result: TierResult) -> pd.DataFrame:
                          "stale": sl["stale"], "cap": sl["cap"]})
 
 
-def _connections(result: TierResult) -> ConnectionsSummary:
-    wait = result.attempts["stream_wait_s"] * 1000.0
+def _connections(result: TierResult, a: dict[str, np.ndarray]) -> ConnectionsSummary:
+    wait = a["stream_wait_s"] * 1000.0
     waited = wait[wait > 0]
     conn = result.extra.get("connections", {})
     return ConnectionsSummary.model_validate({
         "opened": conn.get("opened", 0),
         "peak_active": conn.get("peak_active", 0),
-        "refused_430": int((result.attempts["outcome"] == rc.CONN_430).sum()),
-        "refused_421": int((result.attempts["outcome"] == rc.PROTO_421).sum()),
+        "refused_430": int((a["outcome"] == rc.CONN_430).sum()),
+        "refused_421": int((a["outcome"] == rc.PROTO_421).sum()),
         "attempts_waiting_for_stream": int(len(waited)),
         "stream_wait_ms": {
             "mean": _r(wait.mean(), 3) if len(wait) else None,
@@ -233,13 +236,20 @@ def recommend(tiers: list[TierSummary]) -> Recommendation:
 
 
 def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
-    """One row per attempt (``requests.parquet``)."""
-    t, a = plan.tables, result.attempts
+    """One row per attempt (``requests.parquet``) of a whole tier."""
+    a = result.attempts
+    return attempt_rows(a, pd.Categorical([result.tier.name] * len(a["outcome"])), plan)
+
+
+def attempt_rows(a: dict[str, np.ndarray], tier, plan: Plan) -> pd.DataFrame:
+    """``requests.parquet`` rows of the attempt columns ``a`` (a whole tier or one chunk);
+    ``tier`` is the tier column, already of the rows' length."""
+    t = plan.tables
     start = pd.Timestamp(plan.scenario.start)
     n = len(a["outcome"])
     api_of_method = np.asarray(t.method_api)[a["method"]] if n else np.empty(0, dtype=int)
     return pd.DataFrame({
-        "tier": pd.Categorical([result.tier.name] * n),
+        "tier": tier,
         "request_id": a["request_id"],
         "attempt": a["attempt"],
         "time": start + pd.to_timedelta(a["t_send"], unit="s"),

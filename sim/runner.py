@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import __version__
 from .metrics import (
-    attempts_frame,
     recommend,
     slots_frame,
     streams_frame,
@@ -34,6 +34,7 @@ from .model.engine import TierResult, TierRun
 from .policy.pricing import default_pricing_table, flatten
 from .policy.resolved import LoadedScenario
 from .policy.tiers import Tier
+from .records import RECORDS, AttemptRecords, spool_folder
 from .redact import secret_kind
 from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from .workload.demand import Plan, build_plan
@@ -55,27 +56,52 @@ MODEL_ASSUMPTIONS = (
 
 @dataclass
 class RunOutput:
-    """Everything a report needs: the typed summary and the columnar tables."""
+    """Everything a report needs: the typed summary and the columnar tables.
+
+    ``records`` holds the attempt rows (spooled; :attr:`attempts` reads them whole);
+    ``minutes`` (attempts per minute and outcome) and ``refused_handshakes`` are the
+    aggregates the plots draw; ``records_mode`` is what a report folder gets
+    (:data:`sim.records.RECORDS`).
+    """
 
     summary: RunSummary
-    attempts: pd.DataFrame
+    records: AttemptRecords
     windows: pd.DataFrame
     latencies: dict[str, np.ndarray]
     streams: pd.DataFrame
     slots: pd.DataFrame
+    minutes: pd.DataFrame
+    refused_handshakes: pd.DataFrame
+    records_mode: str = "attempts"
+
+    @property
+    def attempts(self) -> pd.DataFrame:
+        """One row per attempt of every tier (read from the spool: mind the size)."""
+        return self.records.frame()
 
 
-def _run_tier(loaded: LoadedScenario, tier: Tier) -> TierResult:
-    return TierRun(build_plan(loaded), tier).run()
+def _run_tier(loaded: LoadedScenario, tier: Tier, spool: str) -> TierResult:
+    return TierRun(build_plan(loaded), tier, spool=spool).run()
 
 
 def run(loaded: LoadedScenario, *, jobs: int = 1,
-        progress: Callable[[Tier, float], None] | None = None) -> RunOutput:
-    """Simulate ``loaded`` against each of its tiers; ``progress(tier, sim_time)`` as it goes."""
+        progress: Callable[[Tier, float], None] | None = None,
+        records: str = "attempts") -> RunOutput:
+    """Simulate ``loaded`` against each of its tiers; ``progress(tier, sim_time)`` as it goes.
+
+    Attempt rows are spooled to Parquet files as the tiers run (memory stays flat in run
+    length); ``records`` (one of :data:`sim.records.RECORDS`) is what a report folder
+    written from the output gets.
+    """
+    if records not in RECORDS:
+        raise ValueError(f"records must be one of {', '.join(RECORDS)}, not {records!r}")
     plan = build_plan(loaded)
+    folder = spool_folder()
+    spools = [str(Path(folder.name) / f"tier{i}") for i in range(len(loaded.tiers))]
     if jobs > 1 and len(loaded.tiers) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_run_tier, loaded, tier) for tier in loaded.tiers]
+            futures = [pool.submit(_run_tier, loaded, tier, spool)
+                       for tier, spool in zip(loaded.tiers, spools, strict=True)]
             results = []
             for tier, future in zip(loaded.tiers, futures, strict=True):
                 results.append(future.result())
@@ -83,31 +109,50 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
                     progress(tier, loaded.scenario.duration_s)
     else:
         results = []
-        for tier in loaded.tiers:
+        for tier, spool in zip(loaded.tiers, spools, strict=True):
             cb = (lambda now, tier=tier: progress(tier, now)) if progress else None
-            results.append(TierRun(plan, tier, cb).run())
+            results.append(TierRun(plan, tier, cb, spool=spool).run())
             if progress:
                 progress(tier, loaded.scenario.duration_s)
-    return assemble(plan, results)
+    out = assemble(plan, results, folder)
+    out.records_mode = records
+    return out
 
 
-def assemble(plan: Plan, results: list[TierResult]) -> RunOutput:
-    """Summaries and frames from the tiers' results."""
+def assemble(plan: Plan, results: list[TierResult], folder=None) -> RunOutput:
+    """Summaries and frames from the tiers' results (``folder``: their spool folder)."""
     tiers = [tier_summary(r, plan) for r in results]
+    names = [r.tier.name for r in results]
     latencies = {}
     for r in results:
-        q = r.requests
+        q = r.request_sink.read(["outcome", "t_first", "t_end"])
         ok = q["outcome"] == rc.OK
         latencies[r.tier.name] = (q["t_end"][ok] - q["t_first"][ok]) * 1000.0
-    attempts = pd.concat([attempts_frame(r, plan) for r in results], ignore_index=True)
     windows = pd.concat([windows_frame(r, plan) for r in results], ignore_index=True)
     streams = pd.concat([streams_frame(r, plan) for r in results], ignore_index=True)
     slots = pd.concat([slots_frame(r) for r in results], ignore_index=True)
-    for frame in (attempts, windows, streams):
+    minutes = pd.concat([_outcome_frame(r.tier.name, r.minutes, names) for r in results],
+                        ignore_index=True)
+    refused = pd.concat([_outcome_frame(r.tier.name, r.refused_handshakes, names)
+                         for r in results], ignore_index=True)
+    for frame in (windows, streams):
         if len(frame.columns):
-            frame["tier"] = pd.Categorical(frame["tier"].astype(str),
-                                           categories=[r.tier.name for r in results])
-    return RunOutput(summary_document(plan, tiers), attempts, windows, latencies, streams, slots)
+            frame["tier"] = pd.Categorical(frame["tier"].astype(str), categories=names)
+    return RunOutput(summary_document(plan, tiers), AttemptRecords(plan, results, folder),
+                     windows, latencies, streams, slots, minutes, refused)
+
+
+def _outcome_frame(tier: str, cols: dict[str, np.ndarray], names: list[str]) -> pd.DataFrame:
+    """An aggregate's columns as the plots read them: tier, t_send_s, outcome (+ count)."""
+    n = len(cols["t_send"])
+    frame = {"tier": pd.Categorical.from_codes(np.full(n, names.index(tier), dtype=np.int8),
+                                               categories=names),
+             "t_send_s": cols["t_send"],
+             "outcome": pd.Categorical.from_codes(cols["outcome"].astype(np.int8),
+                                                  categories=list(rc.OUTCOMES))}
+    if "count" in cols:
+        frame["count"] = cols["count"]
+    return pd.DataFrame(frame)
 
 
 def _limiter_settings(sc) -> dict:

@@ -34,10 +34,12 @@ from ..vocabulary import SIZE_METHOD
 from ..workload.demand import Plan
 from . import recorder as rc
 from .accounts import AccountPolicies, build_accounts
+from .aggregates import MinuteOutcomes
 from .transport import QUEUED, REFUSED, ClientPool
 from .websockets import Websockets
 
 FEED_HORIZON_S = 1.0
+_FEED_BLOCK = 4096
 _NAN = math.nan
 
 
@@ -63,11 +65,18 @@ class Request:
 
 @dataclass
 class TierResult:
-    """What one tier's run produced (columnar), before metrics are computed."""
+    """What one tier's run produced (columnar), before metrics are computed.
+
+    The attempt and request rows live in their sinks (in memory, or a Parquet spool
+    file); :attr:`attempts` and :attr:`requests` read them whole. ``minutes`` and ``refused_handshakes`` are the running
+    aggregates the plots use (:class:`~sim.model.aggregates.MinuteOutcomes`).
+    """
 
     tier: Tier
-    attempts: dict[str, np.ndarray]
-    requests: dict[str, np.ndarray]
+    attempt_sink: rc.MemorySink | rc.ParquetSink
+    request_sink: rc.MemorySink | rc.ParquetSink
+    minutes: dict[str, np.ndarray]
+    refused_handshakes: dict[str, np.ndarray]
     windows: WindowStats
     window_s: float
     budget_cu: float
@@ -78,6 +87,16 @@ class TierResult:
     end_s: float
     extra: dict = field(default_factory=dict)
     accounts: list[AccountResult] = field(default_factory=list)
+
+    @property
+    def attempts(self) -> dict[str, np.ndarray]:
+        """Every attempt row, as typed numpy columns."""
+        return self.attempt_sink.read()
+
+    @property
+    def requests(self) -> dict[str, np.ndarray]:
+        """Every logical request row, as typed numpy columns."""
+        return self.request_sink.read()
 
 
 @dataclass
@@ -133,12 +152,18 @@ class TierRun:
     """Build the model for ``tier`` from ``plan``, then :meth:`run` it once."""
 
     def __init__(self, plan: Plan, tier: Tier,
-                 progress: Callable[[float], None] | None = None) -> None:
+                 progress: Callable[[float], None] | None = None,
+                 spool: str | None = None) -> None:
         sc = plan.scenario
         self.plan, self.tier, self.progress = plan, tier, progress
         self.env = simpy.Environment()
         self.accounts: list[AccountPolicies] = build_accounts(plan, tier)
-        self.rec = rc.Recorder()
+        # ``spool``: a path prefix for Parquet spool files; rows then leave memory in chunks.
+        sinks = ((rc.ParquetSink(rc.ATTEMPT_COLUMNS, f"{spool}-attempts.parquet"),
+                  rc.ParquetSink(rc.REQUEST_COLUMNS, f"{spool}-requests.parquet"))
+                 if spool else (None, None))
+        self.minutes = MinuteOutcomes()
+        self.rec = rc.Recorder(*sinks, on_chunk=self.minutes)
         t = plan.tables
         self._key_account = t.key_account.tolist()
         self._method_rpc = [APIS[a] == RPC for a in t.method_api]
@@ -189,7 +214,7 @@ class TierRun:
         if self.ws is not None:
             ws = self.ws.result()
             self._record_handshakes(ws)
-        attempts, requests = self.rec.arrays()
+        self.rec.close()
         accounts = [AccountResult(
             a.name, a.tier, a.limiter.window_stats(), a.limiter.budget_cu,
             dict(a.limiter.daily_used), dict(a.limiter.daily_exhausted_at),
@@ -198,7 +223,9 @@ class TierRun:
              "refused_430": a.connections.refused}) for a in self.accounts]
         allowances = [a.daily_allowance_cu for a in accounts]
         return TierResult(
-            tier=self.tier, attempts=attempts, requests=requests,
+            tier=self.tier, attempt_sink=self.rec.attempt_sink,
+            request_sink=self.rec.request_sink, minutes=self.minutes.table(),
+            refused_handshakes=self.minutes.refused_handshakes(),
             windows=combined_windows([a.windows for a in accounts]),
             window_s=self.accounts[0].limiter.window_s,
             budget_cu=sum(a.budget_cu for a in accounts),
@@ -234,25 +261,33 @@ class TierRun:
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
         d, env = self.plan.demand, self.env
-        t, source, method = d.t.tolist(), d.source.tolist(), d.method.tolist()
-        key, region, items = d.key.tolist(), d.region.tolist(), d.items.tolist()
-        reserve, actual, service = d.reserve.tolist(), d.actual.tolist(), d.service_s.tolist()
         half_rtt, send, deciders = self._half_rtt, self._send_event, self._deciders
-        n, i, next_report = len(t), 0, 0.0
+        n, i, next_report = len(d), 0, 0.0
+        base, cols = 0, None
         while i < n:
             until = env.now + FEED_HORIZON_S
-            while i < n and t[i] < until:
-                h = half_rtt[region[i]]
-                r = Request(i, source[i], method[i], key[i], region[i], items[i], reserve[i],
-                            actual[i], service[i], t[i], h)
+            while i < n:
+                j = i - base
+                if cols is None or j == len(cols[0]):
+                    # Python values for the next block only: memory stays flat in run length.
+                    base, j = i, 0
+                    cols = [c[i:i + _FEED_BLOCK].tolist() for c in
+                            (d.t, d.source, d.method, d.key, d.region, d.items, d.reserve,
+                             d.actual, d.service_s)]
+                    t, source, method, key, region, items, reserve, actual, service = cols
+                if t[j] >= until:
+                    break
+                h = half_rtt[region[j]]
+                r = Request(i, source[j], method[j], key[j], region[j], items[j], reserve[j],
+                            actual[j], service[j], t[j], h)
                 deciders[r.source].on_request()
-                env.timeout(t[i] - env.now, r).callbacks.append(send)
+                env.timeout(t[j] - env.now, r).callbacks.append(send)
                 i += 1
             if self.progress and env.now >= next_report:
                 self.progress(env.now)
                 next_report = env.now + 60.0
             if i < n:
-                yield env.timeout(max(until, math.floor(t[i])) - env.now)
+                yield env.timeout(max(until, math.floor(t[i - base])) - env.now)
 
     def _worker(self, src_idx: int, worker: int):
         """Closed loop: send, wait for the final outcome, think, repeat until the end."""

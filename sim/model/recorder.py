@@ -1,10 +1,14 @@
 """Columnar outcome buffers: one row per attempt and one per logical request.
 
-Rows are appended to plain lists (the cheapest append in CPython) and turned into
-numpy arrays once, at the end of a tier's run.
+Rows are appended to plain lists (the cheapest append in CPython) and handed on in
+chunks of :data:`CHUNK_ROWS` as typed numpy columns to a sink: :class:`MemorySink` keeps
+the chunks, :class:`ParquetSink` writes each as a row group of a spool file, so a run's
+memory does not grow with the number of attempts it records.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -37,16 +41,125 @@ REQUEST_COLUMNS = (
     ("attempts", np.int16),
 )
 
+#: Rows buffered before a chunk goes to the sink (about 6 MB of boxed attempt values).
+CHUNK_ROWS = 1 << 15
+
+
+def _empty(columns) -> dict[str, np.ndarray]:
+    return {name: np.empty(0, dtype=dt) for name, dt in columns}
+
+
+class MemorySink:
+    """Keeps the chunks in memory; :meth:`read` concatenates them."""
+
+    def __init__(self, columns) -> None:
+        self.columns = columns
+        self._chunks: list[dict[str, np.ndarray]] = []
+
+    def write(self, chunk: dict[str, np.ndarray]) -> None:
+        self._chunks.append(chunk)
+
+    def close(self) -> None:
+        pass
+
+    def read(self, names: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Whole columns (``names``, default all) as numpy arrays."""
+        names = names or [n for n, _ in self.columns]
+        if not self._chunks:
+            return {n: v for n, v in _empty(self.columns).items() if n in names}
+        return {n: np.concatenate([c[n] for c in self._chunks]) for n in names}
+
+    def chunks(self, names: list[str] | None = None):
+        """The chunks in order, each a dict of numpy columns."""
+        names = names or [n for n, _ in self.columns]
+        for c in self._chunks:
+            yield {n: c[n] for n in names}
+
+
+class ParquetSink:
+    """Writes each chunk as a row group of a Parquet spool file (zstd, dictionary).
+
+    Picklable once closed (only the path travels), so a worker process can hand it back.
+    """
+
+    def __init__(self, columns, path: str | Path) -> None:
+        self.columns = columns
+        self.path = str(path)
+        self._writer = None
+
+    def __getstate__(self):
+        return {"columns": self.columns, "path": self.path, "_writer": None}
+
+    def _schema(self):
+        import pyarrow as pa
+
+        return pa.schema([(n, pa.from_numpy_dtype(np.dtype(dt))) for n, dt in self.columns])
+
+    def write(self, chunk: dict[str, np.ndarray]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, self._schema(), compression="zstd")
+        table = pa.Table.from_arrays([chunk[n] for n, _ in self.columns],
+                                     schema=self._schema())
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        import pyarrow.parquet as pq
+
+        if self._writer is None:  # no rows: still a valid, empty file
+            self._writer = pq.ParquetWriter(self.path, self._schema(), compression="zstd")
+        self._writer.close()
+        self._writer = None
+
+    def read(self, names: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Whole columns (``names``, default all) as numpy arrays."""
+        import pyarrow.parquet as pq
+
+        names = names or [n for n, _ in self.columns]
+        table = pq.read_table(self.path, columns=names)
+        dtypes = dict(self.columns)
+        return {n: table.column(n).to_numpy().astype(dtypes[n], copy=False) for n in names}
+
+    def chunks(self, names: list[str] | None = None):
+        """The row groups in order, each a dict of numpy columns."""
+        import pyarrow.parquet as pq
+
+        names = names or [n for n, _ in self.columns]
+        dtypes = dict(self.columns)
+        f = pq.ParquetFile(self.path)
+        for i in range(f.num_row_groups):
+            t = f.read_row_group(i, columns=names)
+            yield {n: t.column(n).to_numpy().astype(dtypes[n], copy=False) for n in names}
+
 
 class Recorder:
-    """Appends attempt and logical-request rows; :meth:`arrays` exports them once."""
+    """Appends attempt and logical-request rows and hands them to sinks in chunks.
 
-    def __init__(self) -> None:
+    ``on_chunk(attempts)`` (optional) sees every attempt chunk first, for running
+    aggregates. :meth:`close` flushes the last partial chunks.
+    """
+
+    def __init__(self, attempts=None, requests=None, on_chunk=None,
+                 chunk_rows: int = CHUNK_ROWS) -> None:
+        self.attempt_sink = attempts if attempts is not None else MemorySink(ATTEMPT_COLUMNS)
+        self.request_sink = requests if requests is not None else MemorySink(REQUEST_COLUMNS)
+        self._on_chunk = on_chunk
+        self._chunk_rows = chunk_rows
+        self._new_attempt_buffers()
+        self._new_request_buffers()
+
+    def _new_attempt_buffers(self) -> None:
         self.attempt_cols: tuple[list, ...] = tuple([] for _ in ATTEMPT_COLUMNS)
-        self.request_cols: tuple[list, ...] = tuple([] for _ in REQUEST_COLUMNS)
         # Bound methods, so the hot path appends without attribute lookups.
         self._a = tuple(col.append for col in self.attempt_cols)
+        self._a_rows = self.attempt_cols[0]
+
+    def _new_request_buffers(self) -> None:
+        self.request_cols: tuple[list, ...] = tuple([] for _ in REQUEST_COLUMNS)
         self._r = tuple(col.append for col in self.request_cols)
+        self._r_rows = self.request_cols[0]
 
     def attempt(self, rid, attempt, source, method, key, region, t_send, t_end, outcome,
                 reserved, settled, retry_after, phantom, stream_wait) -> None:
@@ -55,17 +168,42 @@ class Recorder:
         a[0](rid); a[1](attempt); a[2](source); a[3](method); a[4](key); a[5](region)
         a[6](t_send); a[7](t_end); a[8](outcome); a[9](reserved); a[10](settled)
         a[11](retry_after); a[12](phantom); a[13](stream_wait)
+        if len(self._a_rows) >= self._chunk_rows:
+            self._flush_attempts()
 
     def request(self, rid, source, method, t_first, t_end, outcome, attempts) -> None:
         """Record a logical request once it has its final outcome."""
         r = self._r
         r[0](rid); r[1](source); r[2](method); r[3](t_first); r[4](t_end); r[5](outcome)
         r[6](attempts)
+        if len(self._r_rows) >= self._chunk_rows:
+            self._flush_requests()
+
+    def _flush_attempts(self) -> None:
+        if not self._a_rows:
+            return
+        chunk = {name: np.asarray(col, dtype=dt)
+                 for (name, dt), col in zip(ATTEMPT_COLUMNS, self.attempt_cols, strict=True)}
+        self._new_attempt_buffers()
+        if self._on_chunk is not None:
+            self._on_chunk(chunk)
+        self.attempt_sink.write(chunk)
+
+    def _flush_requests(self) -> None:
+        if not self._r_rows:
+            return
+        chunk = {name: np.asarray(col, dtype=dt)
+                 for (name, dt), col in zip(REQUEST_COLUMNS, self.request_cols, strict=True)}
+        self._new_request_buffers()
+        self.request_sink.write(chunk)
+
+    def close(self) -> None:
+        """Flush what is buffered and close the sinks."""
+        self._flush_attempts()
+        self._flush_requests()
+        self.attempt_sink.close()
+        self.request_sink.close()
 
     def arrays(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """``(attempts, requests)`` as dicts of typed numpy columns."""
-        attempts = {name: np.asarray(col, dtype=dt)
-                    for (name, dt), col in zip(ATTEMPT_COLUMNS, self.attempt_cols, strict=True)}
-        requests = {name: np.asarray(col, dtype=dt)
-                    for (name, dt), col in zip(REQUEST_COLUMNS, self.request_cols, strict=True)}
-        return attempts, requests
+        """``(attempts, requests)`` as dicts of typed numpy columns (after :meth:`close`)."""
+        return self.attempt_sink.read(), self.request_sink.read()

@@ -99,18 +99,24 @@ def cu_per_window(ax, windows: pd.DataFrame, tier: str, duration_s: float) -> No
 
 def outcomes_over_time(ax, attempts: pd.DataFrame, tier: str, duration_s: float,
                        bin_s: float = 60.0) -> None:
-    """Attempts per minute by outcome, stacked, one fixed colour per outcome."""
+    """Attempts per minute by outcome, stacked, one fixed colour per outcome.
+
+    ``attempts`` is one row per attempt, or already counted per minute (the run's
+    ``minutes``: a ``count`` column, each row's ``t_send_s`` inside its minute)."""
     a = attempts[attempts["tier"] == tier]
+    weights = a["count"].to_numpy() if "count" in a.columns else None
     end = max(float(a["t_send_s"].max()) if len(a) else 0.0, duration_s, bin_s)
     edges = np.arange(0.0, end, bin_s)
     edges = np.append(edges, end)
     per_min = 60.0 / np.diff(edges)  # the last bin may be shorter: count it as a rate
     bottom = np.zeros(len(edges) - 1)
     for outcome in a["outcome"].cat.categories:
-        t = a.loc[a["outcome"] == outcome, "t_send_s"].to_numpy()
+        rows = (a["outcome"] == outcome).to_numpy()
+        t = a.loc[rows, "t_send_s"].to_numpy()
         if len(t) == 0:
             continue
-        rate = np.histogram(t, edges)[0] * per_min
+        rate = np.histogram(t, edges, weights=None if weights is None
+                            else weights[rows])[0] * per_min
         ax.bar(edges[:-1] / 60.0, rate, width=np.diff(edges) / 60.0, bottom=bottom,
                align="edge", label=outcome, lw=0, color=OUTCOME_COLOURS.get(outcome, _UNKNOWN))
         bottom += rate
@@ -330,14 +336,18 @@ def comparison_figure(tiers: list[dict], slo: dict, recommended: str | None):
 
 
 def figures(summary: dict, attempts: pd.DataFrame, windows: pd.DataFrame,
-            latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None) -> dict:
-    """Every plot of a run as ``{file name: Figure}``, in report order."""
+            latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None,
+            refused: pd.DataFrame | None = None) -> dict:
+    """Every plot of a run as ``{file name: Figure}``, in report order.
+
+    ``attempts`` is every attempt, or the run's per-minute counts with ``refused`` (the
+    refused handshakes) for the websocket marks."""
     tiers, duration = summary["tiers"], float(summary["duration_s"])
     names = [t["tier"] for t in tiers]
     out = {"cu_per_window.png": cu_figure(windows, names, duration),
            "outcomes_over_time.png": outcomes_figure(attempts, names, duration)}
     if slots is not None and len(slots):
-        ws = websocket_figure(slots, attempts, tiers, duration)
+        ws = websocket_figure(slots, attempts if refused is None else refused, tiers, duration)
         if ws is not None:
             out["websocket_slots.png"] = ws
     out["latency_cdf.png"] = latency_figure(latencies, summary["slo"]["p99_latency_ms"])
@@ -347,10 +357,12 @@ def figures(summary: dict, attempts: pd.DataFrame, windows: pd.DataFrame,
 
 
 def write_all(folder: Path, summary: dict, attempts: pd.DataFrame, windows: pd.DataFrame,
-              latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None) -> list[str]:
+              latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None,
+              refused: pd.DataFrame | None = None) -> list[str]:
     """Write every plot as PNG into ``folder``; returns the file names."""
     return [_save(fig, folder / name)
-            for name, fig in figures(summary, attempts, windows, latencies, slots).items()]
+            for name, fig in figures(summary, attempts, windows, latencies, slots,
+                                     refused).items()]
 
 
 def _save(fig, path: Path) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from ..records import PARQUET_OPTIONS
 from ..runner import RunOutput
 from ..summary import RunSummary
 from . import html, markdown, plots
@@ -45,13 +46,17 @@ def write_report(output: RunOutput, out_dir: str | Path,
 
 
 def _write_into(output: RunOutput, folder: Path) -> None:
-    output.attempts.to_parquet(folder / "requests.parquet", index=False)
-    output.windows.to_parquet(folder / "windows.parquet", index=False)
-    if len(output.streams.columns):
-        output.streams.to_parquet(folder / "streams.parquet", index=False)
+    mode = output.records_mode
+    if mode == "attempts":
+        output.records.write_parquet(folder / "requests.parquet")
+    if mode in ("attempts", "windows"):
+        output.windows.to_parquet(folder / "windows.parquet", index=False, **PARQUET_OPTIONS)
+        if len(output.streams.columns):
+            output.streams.to_parquet(folder / "streams.parquet", index=False,
+                                      **PARQUET_OPTIONS)
     summary = output.summary.to_dict()
-    png = plots.write_all(folder, summary, output.attempts, output.windows,
-                          output.latencies, output.slots)
+    png = plots.write_all(folder, summary, output.minutes, output.windows,
+                          output.latencies, output.slots, output.refused_handshakes)
     md = markdown.render(summary, png)
     (folder / "report.md").write_text(md, encoding="utf-8")
     (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")

@@ -7,12 +7,24 @@
 * :func:`redact_text` - key redaction used throughout.
 """
 
-from .bodies import BodyError, validate_rpc_envelope, validate_rpc_payload, validate_sizing_body
-from .importers import FORMATS, ImportReport, import_trace
-from .redaction import redact_text, scan_trace
-from .replay import ReplayTrace, load_replay
-from .schema import SCHEMA, TRACE_VERSION
-from .stats import render_stats, trace_stats
+from importlib import import_module
+
+# Names resolve on first use (PEP 562), so importing one submodule (or the CLI that
+# registers ``capsim trace``) does not load pyarrow and every importer with it.
+_WHERE = {
+    "BodyError": "bodies", "validate_rpc_envelope": "bodies", "validate_rpc_payload": "bodies",
+    "validate_sizing_body": "bodies", "FORMATS": "importers", "ImportReport": "importers",
+    "import_trace": "importers", "redact_text": "redaction", "scan_trace": "redaction",
+    "ReplayTrace": "replay", "load_replay": "replay", "SCHEMA": "schema",
+    "TRACE_VERSION": "schema", "render_stats": "stats", "trace_stats": "stats",
+}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_WHERE[name]}", __name__), name)
+
 
 __all__ = [
     "FORMATS",

@@ -219,16 +219,22 @@ def build_plan(loaded: LoadedScenario) -> Plan:
         parts.append((t, np.full(n, i, dtype=np.int16), cols[0],
                       np.full(n, key, dtype=np.int16), np.full(n, region, dtype=np.int16),
                       *cols[1:]))
+    t = cols = None  # the last source's columns live on only in ``parts``, which _merge empties
     demand = _merge(parts)
     return Plan(loaded, tables, demand, closed, notes)
 
 
 def _merge(parts: list[tuple[np.ndarray, ...]]) -> Demand:
+    """One sorted table from the sources' parts (``parts`` is emptied as it goes, so the
+    peak is one copy of the demand plus a column, not three)."""
     names = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")
     dtypes = (float, np.int16, np.int16, np.int16, np.int16, np.int32, float, float, float)
     if not parts:
         return Demand(*(np.empty(0, dtype=d) for d in dtypes))
     cols = [np.concatenate([p[j] for p in parts]).astype(dtypes[j], copy=False)
             for j in range(len(names))]
+    parts.clear()
     order = np.argsort(cols[0], kind="stable")
-    return Demand(*(c[order] for c in cols))
+    for j in range(len(cols)):
+        cols[j] = cols[j][order]
+    return Demand(*cols)
