@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_calibrate import calibrate_command
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .policy.pricing import Pricing, default_pricing_table
@@ -179,6 +180,7 @@ def validate(scenario, overrides, max_requests):
 
 
 main.add_command(trace)
+main.add_command(calibrate_command)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -91,7 +91,7 @@ def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool =
         next_start = (w + 1) * 12.0 + h.phase_s
         ra = max(1, math.ceil(next_start - utc))
         row = {"time_ns": T0_NS + round(t * 1e9), "key": "k" * 32, "latency_ms": lat * 1e3}
-        status, cu, extra = 200, None, {}
+        status, cu = 200, None
         if kind == "ws":
             row.update(api="streams", method="new-blocks")
             slots = [e for e in slots if e > t]

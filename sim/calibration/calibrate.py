@@ -175,7 +175,8 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
                 intervals[model.names[j]] = iv
                 theta[j] = iv.mid
             if "phase" in fit and thr_total:
-                phase_iv = _phase_search(agreement, theta, settings, phase)
+                phase_iv = _phase_search(agreement, theta, settings, phase,
+                                         local=phase_iv is not None)
                 settings = LimiterSettings(kind=settings.kind, refund_to=settings.refund_to,
                                            alignment="utc", phase_s=phase_iv.mid % WINDOW_S)
             if np.allclose(start, theta, rtol=1e-3, equal_nan=True):
@@ -237,12 +238,14 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
 
 
 def _phase_search(agreement, theta: np.ndarray, settings: LimiterSettings,
-                  phase: PhaseEstimate | None) -> Interval:
+                  phase: PhaseEstimate | None, local: bool = False) -> Interval:
     """The interval of phases reaching the best agreement, within the Retry-After arc
-    when there is one."""
-    if phase is not None:
+    when there is one (else, when ``local``, within 0.4 s of the current phase)."""
+    if phase is not None:  # the Retry-After arc bounds the search, first and last
         lo, hi = phase.low - 0.05, phase.high + 0.05
         grid = np.linspace(lo, hi, max(5, int((hi - lo) / 0.05) + 1))
+    elif local and settings.alignment == "utc":
+        grid = settings.phase_s + np.linspace(-0.4, 0.4, 17)
     else:
         grid = np.arange(0.0, WINDOW_S, 0.1)
 

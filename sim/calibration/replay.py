@@ -102,7 +102,13 @@ class Prediction:
             "predicted_throttles": (self.predicted == "throttled") & self.compared,
             "attempts": self.compared})
         frame = frame[~np.isnan(frame["window_start_s"])]
-        return frame.groupby("window_start_s", as_index=False).sum().astype(
+        sums = frame.groupby("window_start_s").sum()
+        if len(sums):  # every window from the first to the last, idle ones as zeros
+            first = sums.index.min()
+            k = np.round((sums.index.max() - first) / WINDOW_S).astype(int)
+            sums = sums.reindex(first + WINDOW_S * np.arange(k + 1), method="nearest",
+                                tolerance=1e-6, fill_value=0)
+        return sums.reset_index(names="window_start_s").astype(
             {"observed_throttles": int, "predicted_throttles": int, "attempts": int})
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..runner import RunOutput
@@ -26,12 +27,18 @@ def dumps_summary(summary: RunSummary) -> str:
 
 def write_report(output: RunOutput, out_dir: str | Path) -> Path:
     """Write ``output`` into ``out_dir`` (replaced whole, atomically); returns the folder."""
+    return write_folder(out_dir, lambda staging: _write_into(output, staging))
+
+
+def write_folder(out_dir: str | Path, fill: Callable[[Path], None]) -> Path:
+    """Let ``fill`` write a folder's files into a staging folder, then put it in place of
+    ``out_dir`` (replaced whole, atomically); returns the folder."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
     staging.chmod(0o755)  # mkdtemp makes it private; a report folder is not
     try:
-        _write_into(output, staging)
+        fill(staging)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
