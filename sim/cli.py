@@ -14,6 +14,7 @@ import click
 
 from . import __version__
 from .cli_calibrate import calibrate_command
+from .cli_regression import COMMANDS as REGRESSION_COMMANDS
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .policy.pricing import Pricing, default_pricing_table
@@ -92,9 +93,12 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
     PNG plots into --out, replacing the folder whole only once everything is written.
+    --out must be missing, empty or a capsim report; one run at a time per folder.
     """
     from .api import run as run_scenario
+    from .report.folder import ReportFolder
     from .report.markdown import tier_table
+    from .report.writer import write_report
 
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, jobs)
@@ -102,10 +106,13 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
     progress = None if quiet else _progress(loaded)
-    result = run_scenario(loaded, jobs=jobs, progress=progress)
-    if not quiet:
-        click.echo("", err=True)
-    folder = result.write(out_dir)
+    # Claimed and locked before simulating: a folder that is not a report, or one another
+    # run is writing, fails now rather than after the run.
+    with ReportFolder(out_dir) as claimed:
+        result = run_scenario(loaded, jobs=jobs, progress=progress)
+        if not quiet:
+            click.echo("", err=True)
+        folder = write_report(result, out_dir, claimed)
     if quiet:
         return
     click.echo("")
@@ -181,6 +188,8 @@ def validate(scenario, overrides, max_requests):
 
 main.add_command(trace)
 main.add_command(calibrate_command)
+for _command in REGRESSION_COMMANDS:
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

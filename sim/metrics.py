@@ -243,7 +243,7 @@ def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
             categories=["http", "websocket"]),
         "api": pd.Categorical.from_codes(api_of_method, categories=list(APIS)),
         "method": pd.Categorical.from_codes(a["method"], categories=list(t.methods)),
-        "key": pd.Categorical.from_codes(a["key"], categories=list(t.key_pseudonyms)),
+        "key": _key_column(a["key"], t.key_pseudonyms),
         "region": pd.Categorical.from_codes(a["region"], categories=list(t.regions)),
         "outcome": pd.Categorical.from_codes(a["outcome"], categories=list(rc.OUTCOMES)),
         "cu_reserved": a["cu_reserved"],
@@ -252,6 +252,17 @@ def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
         "phantom": a["phantom"],
         "stream_wait_ms": a["stream_wait_s"] * 1000.0,
     })
+
+
+def _key_column(codes: np.ndarray, pseudonyms: tuple[str, ...]) -> pd.Categorical:
+    """Keys as their pseudonyms, one category each.
+
+    An account key and a trace's pseudonym of it are one key: both map to the same
+    pseudonym, so codes are merged by pseudonym rather than by table position.
+    """
+    names = list(dict.fromkeys(pseudonyms))
+    merged = np.array([names.index(p) for p in pseudonyms], dtype=np.int64)
+    return pd.Categorical.from_codes(merged[codes] if len(codes) else codes, categories=names)
 
 
 def windows_frame(result: TierResult, plan: Plan) -> pd.DataFrame:

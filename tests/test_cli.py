@@ -206,4 +206,4 @@ def test_failed_write_keeps_the_old_report(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         run_cli("run", *SHORT, "--tier", "RPC", "--seed", "5", "--out", str(out), "-q")
     assert (out / "summary.json").read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rep.lock", "rep"]

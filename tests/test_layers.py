@@ -21,14 +21,15 @@ SIM = Path(__file__).resolve().parent.parent / "sim"
 
 LAYERS: list[tuple[str, ...]] = [
     ("sim", "sim.vocabulary", "sim.errors", "sim.rng", "sim.stats", "sim.redact",
-     "sim.summary", "sim.draws"),
+     "sim.summary", "sim.draws", "sim.regression.catalogue"),
     ("sim.config",),
     ("sim.policy",),
     ("sim.workload", "sim.traces"),
     ("sim.model",),
     ("sim.metrics", "sim.runner"),
     ("sim.report",),
-    ("sim.api", "sim.cli", "sim.cli_trace", "sim.jobs"),
+    ("sim.api", "sim.cli", "sim.cli_trace", "sim.jobs", "sim.regression",
+     "sim.cli_regression"),
 ]
 
 

@@ -17,12 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..vocabulary import APIS, SIZE_METHOD, WINDOW_S
 from .arrivals import ArrivalProcess
+from .check import CheckSettings
 from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 from .websockets import StreamClient, WebsocketSettings
 
 BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE_METHOD: "search"}
 METHOD_ALIASES = {"size": SIZE_METHOD, "/v1/size": SIZE_METHOD}
+_NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 RETRYABLE_DEFAULT = ("434", "-32005", "430", "435", "ws_cu_rejected")
 
 
@@ -246,7 +248,7 @@ class Slo(Strict):
 class Scenario(Strict):
     """A whole scenario: who calls what, how, for how long, against which tiers."""
 
-    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = "scenario"
     description: str = ""
     seed: StrictInt = Field(default=1, ge=0)
     start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
@@ -265,8 +267,18 @@ class Scenario(Strict):
     http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
+    check: CheckSettings = Field(default_factory=CheckSettings)
 
     model_config = ConfigDict(**STRICT_CONFIG, populate_by_name=True)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        # The name is the report folder reports/<name>/: exactly one path component.
+        if not _NAME_RE.fullmatch(value):
+            raise ValueError("expected a folder name: letters, digits, '_', '-' and '.', "
+                             "not starting with '.' (no path separators, not '.' or '..')")
+        return value
 
     @field_validator("duration_s", mode="before")
     @classmethod

@@ -199,25 +199,27 @@ class TierRun:
         src = sc.sources[src_idx]
         drawer = self.plan.drawer_for(src_idx, worker)
         think_rng = stream(sc.seed, "source", src.name, "worker", worker, "think")
-        think = src.workers.think.sample(think_rng, 4096).tolist()
         tab = self.plan.tables
         key = tab.keys.index(src.key)
         region = tab.regions.index(sc.region_of(src))
         h = self._half_rtt[region]
         decider = self._deciders[src_idx]
-        k, cols = 0, None
+        k, cols, think = 0, None, None
         # Workers start spread over one think time, not all at t = 0.
         yield env.timeout(think_rng.random() * src.workers.think.mean)
         while env.now < sc.duration_s:
             if cols is None or k == len(cols[0]):
+                # Think times are drawn chunk by chunk from the worker's own stream, so
+                # the k-th pause is the same on every tier and no value ever recurs.
                 cols, k = [c.tolist() for c in drawer.draw(256)], 0
+                think = src.workers.think.sample(think_rng, 256).tolist()
             done = env.event()
             r = Request(self._next_rid, src_idx, cols[0][k], key, region, cols[1][k],
                         cols[2][k], cols[3][k], cols[4][k], env.now, h, done)
             self._next_rid += 1
             decider.on_request()
             self._send(r, env.now)
-            pause = think[k % len(think)]
+            pause = think[k]
             k += 1
             yield done
             yield env.timeout(h + pause)

@@ -3,19 +3,19 @@
 Everything is written into a staging folder beside the destination, which then takes
 the destination's place with a rename: a reader sees the old complete report or the new
 complete one, never a half-written folder; a failure leaves the old report untouched.
+Which folders may be replaced, the lock and the swap are :mod:`sim.report.folder`'s.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ..runner import RunOutput
 from ..summary import RunSummary
 from . import html, markdown, plots
+from .folder import ReportFolder
 
 FILES = ("summary.json", "requests.parquet", "windows.parquet", "report.md", "report.html")
 
@@ -25,31 +25,38 @@ def dumps_summary(summary: RunSummary) -> str:
     return summary.to_json()
 
 
-def write_report(output: RunOutput, out_dir: str | Path) -> Path:
-    """Write ``output`` into ``out_dir`` (replaced whole, atomically); returns the folder."""
-    return write_folder(out_dir, lambda staging: _write_into(output, staging))
+def write_report(output: RunOutput, out_dir: str | Path,
+                 folder: ReportFolder | None = None) -> Path:
+    """Write ``output`` into ``out_dir`` (replaced whole, atomically); returns the folder.
 
-
-def write_folder(out_dir: str | Path, fill: Callable[[Path], None]) -> Path:
-    """Let ``fill`` write a folder's files into a staging folder, then put it in place of
-    ``out_dir`` (replaced whole, atomically); returns the folder."""
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a report folder is not
+    ``folder`` is the destination already claimed and locked by the caller for the whole
+    run (see :class:`~sim.report.folder.ReportFolder`); without it, it is claimed here.
+    """
+    if folder is None:
+        with ReportFolder(out_dir) as claimed:
+            return write_report(output, out_dir, claimed)
+    staging = folder.staging()
     try:
-        fill(staging)
-        old = None
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / out.name)
-        os.replace(staging, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _write_into(output, staging)
+        folder.replace_with(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return out
+    return Path(out_dir)
+
+
+def write_folder(out_dir: str | Path, fill: Callable[[Path], None]) -> Path:
+    """Claim ``out_dir``, let ``fill`` write the files into a staging folder, then swap
+    it in (replaced whole, atomically, as :func:`write_report`); returns the folder."""
+    with ReportFolder(out_dir) as folder:
+        staging = folder.staging()
+        try:
+            fill(staging)
+            folder.replace_with(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return Path(out_dir)
 
 
 def _write_into(output: RunOutput, folder: Path) -> None:

@@ -1,0 +1,257 @@
+"""``capsim baseline save|update``, ``capsim check`` and ``capsim compare``: the CI gate.
+
+Exit codes: 0 nothing regressed, 1 a regression (the reports say which), 2 a user error
+(a bad file, a baseline of another scenario, an unknown schema version).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from .errors import CapsimError
+
+BASELINE_DIR = Path("reports/baselines")
+
+
+def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: int):
+    """Run the replications, one progress line each on stderr; return (summaries, hash)."""
+    from .api import load_scenario
+    from .jobs.replicate import replicate
+    from .regression.baseline import scenario_hash
+
+    loaded = load_scenario(scenario, tiers=tiers, overrides=overrides)
+
+    def done(r, summary):
+        click.echo(f"  replication {r + 1}/{replications} done", err=True)
+    summaries = replicate(loaded, replications=replications, jobs=jobs,
+                          on_done=done if replications > 1 else None)
+    return loaded, summaries, scenario_hash(scenario, overrides, tiers)
+
+
+def _snapshot(scenario, overrides, tiers, replications, jobs):
+    from .regression.baseline import Baseline
+
+    loaded, summaries, digest = _replicate(scenario, overrides, tiers, replications, jobs)
+    return loaded, Baseline.from_summaries(
+        summaries, content_hash=digest, scenario_file=scenario or "<built-in default>",
+        overrides=overrides, tier_selection=tiers)
+
+
+def _replications(given: int | None, loaded_check, recorded: int | None = None) -> int:
+    if given is not None:
+        return given
+    if recorded is not None:
+        return recorded
+    return loaded_check.replications or 1
+
+
+@click.group()
+def baseline():
+    """Save or update the baseline a scenario is checked against."""
+
+
+@baseline.command("save")
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--tier", "tiers", multiple=True, metavar="NAME",
+              help="Baseline only this tier (repeatable); default: the scenario's tiers.")
+@click.option("--replications", type=click.IntRange(1, 100), default=None,
+              help="Replications (default: the scenario's [check] replications, else 1).")
+@click.option("--out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Baseline file (default: reports/baselines/<scenario name>.json).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+              help="Scenario override, recorded in the baseline and replayed by check.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tiers simulated in parallel worker processes.")
+def save(scenario, tiers, replications, out, overrides, jobs):
+    """Run SCENARIO and write its baseline (headline figures per tier, provenance)."""
+    from .api import load_scenario
+    from .regression.baseline import save_baseline
+
+    probe = load_scenario(scenario, tiers=tiers, overrides=overrides)
+    reps = _replications(replications, probe.scenario.check)
+    _, snap = _snapshot(scenario, list(overrides), list(tiers), reps, jobs)
+    path = save_baseline(snap, out or BASELINE_DIR / f"{snap.scenario}.json")
+    click.echo(f"baseline: {path} ({len(snap.tiers)} tier(s), {reps} replication(s), "
+               f"recommended tier: {snap.recommended.tier or 'none'})")
+
+
+@baseline.command("update")
+@click.argument("targets", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--replications", type=click.IntRange(1, 100), default=None,
+              help="Replications (default: as recorded in each baseline).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+def update(targets, replications, jobs):
+    """Rerun and rewrite baselines after an accepted change, and print what moved.
+
+    TARGETS are baseline files (reports/baselines/*.json: each reruns the scenario file,
+    overrides and tiers it records) or scenario files (their default baseline).
+    """
+    from .api import load_scenario
+    from .regression.baseline import load_baseline, save_baseline
+    from .regression.compare import compare
+    from .regression.settings import tolerances
+
+    for target in targets:
+        if target.endswith(".json"):
+            path, old = Path(target), load_baseline(target)
+            scenario = old.scenario_file
+        else:
+            scenario = target
+            name = load_scenario(scenario).scenario.name
+            path = BASELINE_DIR / f"{name}.json"
+            old = load_baseline(path) if path.exists() else None
+        overrides = list(old.overrides) if old else []
+        tiers = list(old.tier_selection) if old else []
+        reps = replications or (old.replications if old else 1)
+        loaded, snap = _snapshot(scenario, overrides, tiers, reps, jobs)
+        if old is not None and old.scenario != snap.scenario:
+            raise CapsimError(f"the baseline is of scenario {old.scenario!r} but "
+                              f"{scenario} is {snap.scenario!r}", file=str(path))
+        save_baseline(snap, path)
+        if old is None:
+            click.echo(f"{path}: new baseline")
+            continue
+        # Everything that moved at all, not only what is past a tolerance.
+        moved = compare(old, snap, {k: 0.0 for k in tolerances()}, base_label=str(path))
+        lines = [c for c in moved.checks if c.base != c.now]
+        notes = [n for n in moved.notes if not n.startswith("replications")]
+        click.echo(f"{path}: {len(lines)} figure(s) moved"
+                   + (f"; {'; '.join(notes)}" if notes else ""))
+        for c in lines:
+            click.echo(f"  {c.tier or '(run)'}: {c.label}: {c.base} → {c.now}"
+                       + (f" ({c.change})" if c.change and c.change != "changed" else ""))
+
+
+def _report(cmp, markdown, junit, comment, comment_only_on_change):
+    """Write the outputs of a comparison, print the headline, exit with its code."""
+    from .regression import comment as comment_out
+    from .regression import junit as junit_out
+    from .regression import markdown as markdown_out
+
+    text = markdown_out.render(cmp)
+    for target in filter(None, (markdown,)):
+        _write(target, text)
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with open(step, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+    if junit:
+        _write(junit, junit_out.render(cmp))
+    if comment and (cmp.changed or not comment_only_on_change):
+        _write(comment, comment_out.render(cmp))
+    click.echo(markdown_out.headline(cmp))
+    for c in cmp.regressions + cmp.improvements:
+        click.echo(f"  {c.verdict}: {c.tier or '(run)'}: {c.label}: {c.base} → {c.now} "
+                   f"({c.change}; tolerance {c.tolerance})")
+    raise SystemExit(cmp.exit_code)
+
+
+def _write(path: str, text: str) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+
+
+def output_options(f):
+    """The outputs shared by check and compare."""
+    for opt in reversed([
+        click.option("--tolerance", "tolerance_items", multiple=True, metavar="METRIC=VALUE",
+                     help="Override a metric's tolerance (absolute for rates, relative "
+                          "for latency/CU/cost: 0.1 or 10%)."),
+        click.option("--markdown", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="Write the Markdown report (also appended to "
+                          "$GITHUB_STEP_SUMMARY when set)."),
+        click.option("--junit", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="Write a JUnit XML report: one test case per tier × check."),
+        click.option("--comment", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="Write a PR-comment body carrying <!-- capsim-check: NAME -->."),
+        click.option("--comment-only-on-change", is_flag=True,
+                     help="Write --comment only when something regressed or improved."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _cli_tolerances(items) -> dict[str, float]:
+    from .regression.settings import parse_tolerance
+
+    return dict(parse_tolerance(i) for i in items)
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Baseline (default: reports/baselines/<scenario name>.json).")
+@click.option("--replications", type=click.IntRange(1, 100), default=None,
+              help="Replications (default: as many as the baseline's).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+              help="Extra override on top of the baseline's recorded ones (a what-if).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+@output_options
+def check(scenario, baseline_file, replications, overrides, jobs, tolerance_items,
+          markdown, junit, comment, comment_only_on_change):
+    """Run SCENARIO as its baseline was run and compare: exit 1 on a regression.
+
+    Replays the baseline's --set overrides and tier selection; tolerances come from the
+    catalogue, then the scenario's [check.tolerance] table, then --tolerance.
+    """
+    from .api import load_scenario
+    from .regression.baseline import load_baseline
+    from .regression.compare import compare
+    from .regression.settings import tolerances
+
+    cli_tols = _cli_tolerances(tolerance_items)
+    plain = load_scenario(scenario)
+    path = Path(baseline_file) if baseline_file else BASELINE_DIR / f"{plain.scenario.name}.json"
+    base = load_baseline(path)
+    if base.scenario != plain.scenario.name:
+        raise CapsimError(f"the baseline is of scenario {base.scenario!r}, not "
+                          f"{plain.scenario.name!r} ({scenario}): another scenario's "
+                          "baseline", file=str(path), field="scenario")
+    all_overrides = [*base.overrides, *overrides]
+    reps = replications or base.replications
+    loaded, now = _snapshot(scenario, all_overrides, list(base.tier_selection), reps, jobs)
+    tols = tolerances(loaded.scenario.check, cli_tols)
+    cmp = compare(base, now, tols, base_label=str(path), now_label=scenario)
+    _report(cmp, markdown, junit, comment, comment_only_on_change)
+
+
+def load_side(path: str):
+    """A report folder, a ``summary.json`` or a baseline file, as a baseline."""
+    from .regression.baseline import Baseline, parse_baseline, summary_hash
+    from .summary import load_summary
+
+    p = Path(path)
+    if p.is_file():
+        try:
+            head = json.loads(p.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            head = None
+        if isinstance(head, dict) and "baseline_schema_version" in head:
+            return parse_baseline(p.read_text(encoding="utf-8"), file=str(p))
+    summary = load_summary(p)
+    return Baseline.from_summaries([summary], content_hash=summary_hash(summary))
+
+
+@click.command()
+@click.argument("a", type=click.Path(exists=False))
+@click.argument("b", type=click.Path(exists=False))
+@output_options
+def compare(a, b, tolerance_items, markdown, junit, comment, comment_only_on_change):
+    """Compare B with A (report folders, summary.json files or baselines): exit 1 when
+    B regressed, with the same reports as check."""
+    from .regression.compare import compare as compare_baselines
+    from .regression.settings import tolerances
+
+    cli_tols = _cli_tolerances(tolerance_items)
+    cmp = compare_baselines(load_side(a), load_side(b), tolerances(None, cli_tols),
+                            base_label=a, now_label=b)
+    _report(cmp, markdown, junit, comment, comment_only_on_change)
+
+
+COMMANDS = (baseline, check, compare)
+"""The commands :mod:`sim.cli` registers."""

@@ -1,0 +1,92 @@
+"""The metrics the CI gate compares: how each is read from a tier's typed summary,
+which way is worse, and its default tolerance.
+
+Rates (throttle, failure, phantom throttles, meeting the SLO) get an *absolute*
+tolerance in rate units; latency, CU and cost a *relative* one (a fraction of the
+baseline: 0.1 is 10 %); the allowance's run-out time an absolute one in seconds.
+A value of ``None`` is "undefined" (a latency with no successful request) or, for the
+run-out time, "never ran out".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from ..summary import RunSummary, TierSummary
+
+Worse = Literal["higher", "lower"]
+Kind = Literal["absolute", "relative"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One compared figure of a tier."""
+
+    name: str
+    label: str
+    unit: str
+    read: Callable[[RunSummary, TierSummary], float | None]
+    worse: Worse
+    kind: Kind
+    tolerance: float
+    none_means: Literal["undefined", "never"] = "undefined"
+
+    def describe_tolerance(self, value: float) -> str:
+        """``±10 %`` or ``±0.005`` (in the metric's unit)."""
+        if self.kind == "relative":
+            return f"±{value * 100:g} %"
+        if self.unit == "s":
+            return f"±{value / 3600:g} h"
+        return f"±{value:g}{' ' + self.unit if self.unit and self.unit != 'rate' else ''}"
+
+
+def _ran_out_s(run: RunSummary, tier: TierSummary) -> float | None:
+    """Seconds from the run's start to the allowance running out (None: never)."""
+    at = tier.daily_allowance.ran_out_at
+    if at is None:
+        return None
+    return (datetime.fromisoformat(at) - datetime.fromisoformat(run.start)).total_seconds()
+
+
+def _per_request(run: RunSummary, tier: TierSummary) -> float | None:
+    # Per *successful* request: failed ones settle little or nothing, so per request
+    # the figure would fall as throttling rises and read as an improvement.
+    ok = tier.request_outcomes.get("ok", 0)
+    return tier.cu.settled / ok if ok else None
+
+
+def _phantom_rate(run: RunSummary, tier: TierSummary) -> float:
+    return tier.phantom_throttles / tier.attempts if tier.attempts else 0.0
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("throttle_rate", "throttle rate", "rate",
+           lambda r, t: t.throttle_rate, "higher", "absolute", 0.005),
+    Metric("failure_rate", "failure rate", "rate",
+           lambda r, t: t.failure_rate, "higher", "absolute", 0.001),
+    Metric("phantom_throttle_rate", "phantom throttles per attempt", "rate",
+           _phantom_rate, "higher", "absolute", 0.005),
+    Metric("latency_p50_ms", "p50 latency (ms)", "ms",
+           lambda r, t: t.latency_ms.p50, "higher", "relative", 0.10),
+    Metric("latency_p95_ms", "p95 latency (ms)", "ms",
+           lambda r, t: t.latency_ms.p95, "higher", "relative", 0.10),
+    Metric("latency_p99_ms", "p99 latency (ms)", "ms",
+           lambda r, t: t.latency_ms.p99, "higher", "relative", 0.15),
+    Metric("cu_per_request", "CU settled per successful request", "CU",
+           _per_request, "higher", "relative", 0.05),
+    Metric("peak_window_cu", "peak window CU", "CU",
+           lambda r, t: t.cu.peak_window_used, "higher", "relative", 0.10),
+    Metric("allowance_run_out_s", "daily allowance runs out after", "s",
+           _ran_out_s, "lower", "absolute", 900.0, none_means="never"),
+    Metric("monthly_usd", "monthly cost", "USD",
+           lambda r, t: t.monthly_usd, "higher", "relative", 0.0),
+    Metric("meets_slo", "meets the SLO", "rate",
+           lambda r, t: 1.0 if t.meets_slo else 0.0, "lower", "absolute", 0.0),
+)
+"""Every per-tier metric, in report order. The recommended tier is compared per run."""
+
+BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+METRIC_NAMES: tuple[str, ...] = tuple(BY_NAME)

@@ -1,0 +1,36 @@
+"""The pull-request comment body of a comparison.
+
+It starts with a hidden marker, ``<!-- capsim-check: NAME -->``, so a workflow finds and
+updates its own comment instead of adding one per push. It lists only what moved
+(regressions, then improvements, across tiers), never more than :data:`MAX_CHARS`
+characters (GitHub refuses comments over 65,536).
+"""
+
+from __future__ import annotations
+
+from .compare import Comparison
+from .markdown import check_rows, headline, provenance
+
+MAX_CHARS = 60_000
+
+
+def marker(name: str) -> str:
+    """The hidden marker of scenario ``name``'s comment."""
+    return f"<!-- capsim-check: {name} -->"
+
+
+def render(cmp: Comparison, *, max_chars: int = MAX_CHARS) -> str:
+    """The comment's Markdown body."""
+    lines = [marker(cmp.name), f"### {headline(cmp)}", "", *provenance(cmp), ""]
+    moved = [c for c in cmp.checks if c.changed]
+    if moved:
+        lines += check_rows(moved, with_tier=True)
+    else:
+        lines.append("Every check is within its tolerance (or the noise).")
+    quiet = len(cmp.checks) - len(moved)
+    lines += ["", f"{quiet} check{'s' * (quiet != 1)} unchanged; the step summary and "
+              "the JUnit report have them all."]
+    text = "\n".join(lines) + "\n"
+    if len(text) > max_chars:
+        text = text[: max_chars - 80].rsplit("\n", 1)[0] + "\n\n… (truncated)\n"
+    return text
