@@ -86,7 +86,7 @@ def test_decisions_alone_recover_the_rpc_and_connect_prices(tmp_path):
     """No cu recorded, no Retry-After: prices and phase from the decisions alone."""
     rng = np.random.default_rng(11)
     hidden = Hidden()
-    first = demand(rng, duration_s=200, burst_size=(60, 260), sizing_share=0.0)
+    first = demand(rng, duration_s=120, burst_size=(60, 260), sizing_share=0.0)
     frame = serve(hidden, rng, first, record_cu=False, retry_after=False)
     to_canonical(frame, tmp_path / "t.parquet")
     cal = calibrate(tmp_path / "t.parquet", TIER, pricing())

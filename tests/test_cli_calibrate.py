@@ -36,7 +36,7 @@ def test_full_calibration_of_the_sample(sample, tmp_path):
     out = tmp_path / "cal"
     result = run(sample, "--tier", "All 3 APIs", "--out", out)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == sorted(
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(
         ["calibration.json", "pricing.toml", "report.md", "report.html", "timeline.png"])
     doc = json.loads((out / "calibration.json").read_text())
     prices = {p["name"]: p for p in doc["prices"]}
