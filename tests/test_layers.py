@@ -25,11 +25,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim.config",),
     ("sim.policy",),
     ("sim.workload", "sim.traces"),
-    ("sim.model",),
+    ("sim.model", "sim.calibration"),
     ("sim.metrics", "sim.runner"),
     ("sim.report",),
     ("sim.api", "sim.cli", "sim.cli_trace", "sim.jobs", "sim.regression",
-     "sim.cli_regression"),
+     "sim.cli_regression", "sim.calibration.report", "sim.cli_calibrate"),
 ]
 
 
