@@ -14,7 +14,9 @@ import click
 
 from . import __version__
 from .cli_calibrate import calibrate_command
+from .cli_live import drive, serve
 from .cli_regression import COMMANDS as REGRESSION_COMMANDS
+from .cli_sweep import headroom, sweep
 from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
 from .policy.pricing import Pricing, default_pricing_table
@@ -86,9 +88,12 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Tiers simulated in parallel worker processes.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, no table.")
+@click.option("--headroom", "with_headroom", is_flag=True,
+              help="Also find how far the load may grow before the recommended tier "
+                   "stops meeting the SLO (see capsim headroom).")
 @scenario_options
 @size_options
-def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
+def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
@@ -120,6 +125,10 @@ def run(scenario, tiers, seed, out, jobs, quiet, overrides, max_requests):
         click.echo(row)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if with_headroom:
+        from .cli_sweep import run_headroom_line
+
+        click.echo(run_headroom_line(scenario, overrides, rec.tier, seed))
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
 
 
@@ -188,6 +197,10 @@ def validate(scenario, overrides, max_requests):
 
 main.add_command(trace)
 main.add_command(calibrate_command)
+main.add_command(sweep)
+main.add_command(headroom)
+main.add_command(serve)
+main.add_command(drive)
 for _command in REGRESSION_COMMANDS:
     main.add_command(_command)
 

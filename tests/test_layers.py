@@ -28,8 +28,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim.model", "sim.calibration"),
     ("sim.metrics", "sim.runner"),
     ("sim.report",),
-    ("sim.api", "sim.cli", "sim.cli_trace", "sim.jobs", "sim.regression",
-     "sim.cli_regression", "sim.calibration.report", "sim.cli_calibrate"),
+    ("sim.api", "sim.cli", "sim.cli_trace", "sim.cli_sweep", "sim.jobs", "sim.regression",
+     "sim.cli_regression", "sim.live", "sim.compare_traces", "sim.cli_live",
+     "sim.calibration.report", "sim.cli_calibrate"),
 ]
 
 

@@ -242,3 +242,14 @@ def test_vectorised_parser_equals_the_scalar_one_on_mixed_chunks(texts):
         assert bool(got_ok) == (want is not None), text
         if want is not None:
             assert int(got_ns) == want, text
+
+
+@pytest.mark.parametrize("status", ["+0", "+200", "+434"])
+def test_status_with_an_explicit_plus_sign_is_an_integer(status):
+    # Found by the CSV fuzz test above: Arrow's int64 cast raised ArrowInvalid on "+0".
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["time_ns", "api", "method", "key", "status"])
+    writer.writerow([str(T0), "rpc", "svc_call", "key-abcdefgh-1234", status])
+    report = run_import(buf.getvalue().encode(), "csv", "error")
+    assert not isinstance(report, CapsimError) and report.rows == 1

@@ -338,6 +338,10 @@ class BlockSync(_Arrivals):
     jitter a slot starting before time 0 can still contribute. A slot whose requests each
     land inside with probability q adds ``B * Binomial(per_block, q)``, B ~ Bernoulli(1-p);
     with no jitter the count is ``per_block * Binomial(slots, 1 - p)``.
+
+    A scenario's ``load`` (:mod:`sim.workload.load`) may make ``per_block`` a fraction
+    x: each slot then sends ``floor(x)`` requests plus one more with probability
+    ``x - floor(x)`` (stochastic rounding, so the mean is exactly x per slot).
     """
 
     process: Literal["block"] = "block"
@@ -377,7 +381,12 @@ class BlockSync(_Arrivals):
         starts, _ = self._slots(duration_s)
         if self.miss_probability > 0:
             starts = starts[rng.random(starts.size) >= self.miss_probability]
-        t = np.repeat(starts, self.per_block)
+        whole = math.floor(self.per_block)
+        frac = self.per_block - whole
+        if frac > 0:
+            t = np.repeat(starts, whole + (rng.random(starts.size) < frac))
+        else:
+            t = np.repeat(starts, int(whole))
         if self.jitter_s > 0:
             t += self.jitter_s * rng.random(t.size)
             t = t[(t >= 0) & (t < duration_s)]
@@ -389,9 +398,13 @@ class BlockSync(_Arrivals):
         return self.per_block * (1 - self.miss_probability) * q.sum()
 
     def _variance(self, duration_s, day_offset_s):
+        # Per slot N = B * (I_1 + ... + I_K), K the slot's request count (m, or floor(m)
+        # + Bernoulli(f)): E[K] = m, E[K^2] = m^2 + f(1 - f); then Var = E[N^2] - E[N]^2.
         _, q = self._slots(duration_s)
         m, p = self.per_block, self.miss_probability
-        return ((1 - p) * m * q * (1 - q) + m * m * q * q * p * (1 - p)).sum()
+        f = m - math.floor(m)
+        second = m * q * (1 - q) + (m * m + f * (1 - f)) * q * q
+        return ((1 - p) * second - (1 - p) ** 2 * m * m * q * q).sum()
 
 
 class Ramp(_PoissonLike):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -245,6 +245,25 @@ class Slo(Strict):
     p99_latency_ms: FiniteFloat = Field(default=2000.0, gt=0)
 
 
+class Variant(Strict):
+    """A named what-if (``[[variants]]``): overrides a sweep runs beside the base scenario.
+
+    ``set`` maps key paths, as ``--set`` takes them, to values:
+    ``set = { "clients.bot.retry.policy" = "retry-after", load = 1.5 }``.
+    """
+
+    name: str = Field(min_length=1, pattern=r"^[^/\\]+$")
+    description: str = ""
+    set: dict[str, Any] = Field(min_length=1)
+
+    @field_validator("set")
+    @classmethod
+    def _no_nested_variants(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if any(k.split(".")[0].split("[")[0] == "variants" for k in value):
+            raise ValueError("a variant cannot override 'variants'")
+        return value
+
+
 class Scenario(Strict):
     """A whole scenario: who calls what, how, for how long, against which tiers."""
 
@@ -253,6 +272,7 @@ class Scenario(Strict):
     seed: StrictInt = Field(default=1, ge=0)
     start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
     duration_s: FiniteFloat = Field(default=3600.0, gt=0, le=366 * 86400, alias="duration")
+    load: FiniteFloat = Field(default=1.0, gt=0, le=1e6)
     max_requests: StrictInt | None = Field(default=None, ge=1)
     tiers: list[str] = Field(default_factory=list)
     custom_tiers: list[CustomTier] = Field(default_factory=list)
@@ -268,6 +288,7 @@ class Scenario(Strict):
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
     check: CheckSettings = Field(default_factory=CheckSettings)
+    variants: list[Variant] = Field(default_factory=list)
 
     model_config = ConfigDict(**STRICT_CONFIG, populate_by_name=True)
 
@@ -304,6 +325,9 @@ class Scenario(Strict):
             raise ValueError("regions: expected unique region names")
         if not self.sources and not self.streams:
             raise ValueError("sources: expected at least one [[sources]] or [[streams]] entry")
+        variant_names = [v.name for v in self.variants]
+        if len(set(variant_names)) != len(variant_names) or "base" in variant_names:
+            raise ValueError("variants: expected unique names, none of them 'base'")
         names = [s.name for s in self.sources] + [c.name for c in self.streams]
         if len(set(names)) != len(names):
             raise ValueError("sources: expected unique names across [[sources]] and [[streams]]")

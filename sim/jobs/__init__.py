@@ -1,1 +1,2 @@
-"""Jobs built on :func:`sim.run`: replications (and sweeps, CI checks) of a scenario."""
+"""Jobs built on :func:`sim.run`: replications of a scenario, sweeps and headroom
+searches, run in this process, on a local process pool or on Dask distributed."""

@@ -60,6 +60,14 @@ class AccountConnections:
                 continue
             self.close_if_idle(conn, now)
 
+    def release(self, now: float) -> None:
+        """An admitted connection closed at ``now``: for a caller that sees its connections
+        close, such as the live emulator (the model's connections close lazily, above)."""
+        self._expire(now)
+        if self.active <= 0:
+            raise RuntimeError("release without an active connection")
+        self.active -= 1
+
     def try_open(self, now: float, hostname: str) -> bool:
         """Admit a new connection to ``hostname`` at ``now``, or refuse it (430)."""
         self._expire(now)

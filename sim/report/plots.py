@@ -226,7 +226,8 @@ def tier_comparison(axes, tiers: list[dict], slo: dict, recommended: str | None)
             ax.set_ylim(min([v for v in values if v] + [limit]) / 3,
                         max([v for v in values if v] + [limit]) * 3)
         else:
-            ax.set_yscale("symlog", linthresh=min(limit, 0.01) / 10)
+            # An SLO of 0 (no throttling at all) is legitimate; symlog needs linthresh > 0.
+            ax.set_yscale("symlog", linthresh=(min(limit, 0.01) or 0.01) / 10)
             ax.set_ylim(0.0, 1.5)
             ax.yaxis.set_major_formatter(FuncFormatter(_percent))
         ax.set_ylabel(title, fontsize=8)

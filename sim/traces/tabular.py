@@ -144,6 +144,8 @@ def _parse_ints(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     ext = pc.extract_regex(values, _INT_RE)
     ok = _np(ext.is_valid()).astype(bool, copy=False)
     digits = pc.if_else(pa.array(ok), pc.fill_null(pc.struct_field(ext, "n"), "0"), "0")
+    # Arrow's integer cast refuses an explicit plus sign ("+0"), which the pattern allows.
+    digits = pc.replace_substring_regex(digits, r"^\+", "")
     return _np(digits.cast(pa.int64())), ok
 
 

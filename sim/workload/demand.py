@@ -11,7 +11,7 @@ on every tier, only its timing differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..policy.tiers import APIS
 from ..redact import pseudonym
 from ..rng import stream
 from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES
+from .load import load_note, scale_scenario
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
 _CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
@@ -171,9 +172,16 @@ def build_tables(loaded: LoadedScenario, extra_methods: dict | None = None,
 
 
 def build_plan(loaded: LoadedScenario) -> Plan:
-    """Draw the open-loop demand and set up closed-loop drawers for a scenario."""
+    """Draw the open-loop demand and set up closed-loop drawers for a scenario.
+
+    The scenario's ``load`` is applied first (:mod:`sim.workload.load`): the plan, and so
+    every tier's run, holds the scaled scenario.
+    """
+    scaled = scale_scenario(loaded.scenario)
+    if scaled is not loaded.scenario:
+        loaded = replace(loaded, scenario=scaled)
     sc = loaded.scenario
-    notes: list[str] = []
+    notes: list[str] = [n for n in (load_note(sc),) if n]
     traces = {i: load_source_trace(src, i, loaded, notes) for i, src in enumerate(sc.sources)
               if src.trace is not None}
     extra = extra_methods(list(traces.values()), set(sc.methods))

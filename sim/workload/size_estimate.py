@@ -34,6 +34,7 @@ from ..config.arrivals import BlockSync
 from ..config.scenario import Scenario, Source
 from ..errors import CapsimError
 from ..policy.resolved import LoadedScenario
+from .load import scale_scenario
 
 # ``python3 benchmarks/bench_memory.py`` (whole ``capsim run``, peak RSS, 0.2 and 0.8
 # million requests on 1 and 3 tiers) measured 675 bytes per request on 1 tier and 1,056
@@ -106,7 +107,7 @@ class SizeEstimate:
 
 def estimate(loaded: LoadedScenario, jobs: int = 1) -> SizeEstimate:
     """Expected counts of every source of ``loaded``, from closed forms (nothing drawn)."""
-    sc = loaded.scenario
+    sc = scale_scenario(loaded.scenario)  # the demand the run will draw, ``load`` applied
     sizes = []
     for i, src in enumerate(sc.sources):
         attempts = _max_attempts(sc, src)

@@ -1,0 +1,113 @@
+"""``capsim serve`` and ``capsim drive``: the live emulator and the real client."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+
+def _loaded(scenario, overrides):
+    from .api import load_scenario
+
+    return load_scenario(scenario, overrides=overrides)
+
+
+def _set_option(f):
+    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+                        help="Override a scenario value (value parsed as TOML).")(f)
+
+
+def _time_scale(f):
+    return click.option("--time-scale", type=click.FloatRange(min=0, min_open=True),
+                        default=None, metavar="X",
+                        help="Service seconds per wall second (default 1; e.g. 10 lives a "
+                             "minute of service time in 6 s).")(f)
+
+
+@click.command()
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
+@click.option("--tier", "tier_name", required=True, metavar="NAME",
+              help="The subscription tier the emulated account has.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8443, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: a free port, printed).")
+@_time_scale
+@click.option("--cert-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the generated CA and server certificate (default: a new "
+                   "temporary folder).")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host.")
+@_set_option
+def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, overrides):
+    """Emulate the service for SCENARIO's account (default: the built-in scenario).
+
+    HTTPS with HTTP/2 and SNI on search.localhost, rpc.localhost and streams.localhost;
+    the account's keys, limiter, websocket cap and connection limits are those the
+    simulator uses. Stops cleanly on Ctrl-C or SIGTERM.
+    """
+    from .live.server import ServeOptions
+    from .live.server import serve as serve_async
+    from .policy.tiers import find_tier
+
+    loaded = _loaded(scenario, overrides)
+    tier = find_tier(tier_name, loaded.tiers)
+    options = ServeOptions(host=host, port=port, time_scale=time_scale or 1.0,
+                           cert_dir=cert_dir, allow_remote=allow_remote)
+
+    def announce(line: str) -> None:
+        click.echo(line)
+        sys.stdout.flush()
+
+    asyncio.run(serve_async(loaded, tier, options, announce))
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--target", required=True, metavar="URL",
+              help="The emulator's address, e.g. https://127.0.0.1:8443.")
+@_time_scale
+@click.option("--out", type=click.Path(dir_okay=False), default=None, metavar="TRACE",
+              help="Canonical trace to write (default: reports/<scenario>/driven.parquet).")
+@click.option("--ca", "ca_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="CA certificate to trust (the path `capsim serve` printed).")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow a --target that is not a loopback address.")
+@click.option("--boundary-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Leave out of the comparison attempts within this many wall "
+                   "milliseconds (scaled) of a 12-second window boundary.")
+@_set_option
+def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms, overrides):
+    """Replay SCENARIO's demand against a running emulator with real HTTP/2 and websocket
+    clients, and write every attempt (status, latency) as a canonical trace.
+
+    Then replays the trace as recorded through the simulator's policy objects for the
+    emulator's tier and prints how many decisions agree.
+    """
+    from pathlib import Path
+
+    from .live.drive import DriveOptions, run_drive
+
+    loaded = _loaded(scenario, overrides)
+    out_path = Path(out) if out else Path("reports") / loaded.scenario.name / "driven.parquet"
+    if out is None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+    options = DriveOptions(target=target, time_scale=time_scale, ca_path=ca_path,
+                           allow_remote=allow_remote)
+    result = asyncio.run(run_drive(loaded, options, out_path))
+    click.echo(result.describe())
+    from .compare_traces import compare
+    from .errors import CapsimError
+    from .policy.tiers import find_tier
+
+    try:
+        tier = find_tier(result.tier, loaded.tiers)
+    except CapsimError:
+        click.echo(f"no comparison: the emulator's tier {result.tier!r} is not in {scenario}")
+        return
+    comparison = compare(loaded, tier, out_path, sidecar=result.sidecar,
+                         boundary_s=boundary_ms / 1e3 * result.time_scale)
+    click.echo(f"sim vs emulator ({tier.name}): {comparison.describe()}")
+
+
+__all__ = ["drive", "serve"]

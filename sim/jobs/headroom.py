@@ -1,0 +1,184 @@
+"""Headroom: the largest ``load`` at which a tier still meets the scenario's SLO.
+
+For each tier, along a log scale of load multipliers x (relative to the scenario's own
+``load``, "today's load" = 1):
+
+    x = 1 meets?  yes: double x until it fails (or reaches max_load: headroom >= max_load)
+                  no:  halve x until it meets (or reaches min_load: no headroom)
+    then bisect geometrically, x = sqrt(lo * hi), until hi / lo <= 1 + tolerance.
+
+``lo`` (always a load that met) is the headroom; ``hi`` is the next step, where the
+report names what breaks first. With replications, a load *meets* only if every
+replication meets the SLO. All tiers advance together, so each step's runs (tiers ×
+replications) go to the executor as one batch.
+
+The search assumes meeting the SLO is monotone in load (more demand never helps); the
+rules of :mod:`sim.workload.load` are monotone, but a noisy metric near its limit can
+make a single replication flip: more replications make the answer steadier.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import CapsimError
+from ..rng import replication_seed
+from ..summary import RunSummary, TierSummary
+from .executors import Executor, SequentialExecutor
+from .run_one import simulate
+from .sweep_plan import RunSpec
+
+METRICS = ("throttle_rate", "failure_rate", "p99_latency", "daily_allowance")
+
+
+@dataclass(frozen=True)
+class TierHeadroom:
+    """One tier's answer (loads are multiples of today's load)."""
+
+    tier: str
+    headroom: float | None  # largest load found meeting the SLO; None: not even min_load
+    capped: bool  # True: still meets at max_load (the headroom is at least that)
+    next_load: float | None  # smallest load found failing (the next step)
+    breaks_first: str | None  # one of METRICS, at next_load
+    value: float | None  # that metric's worst value over replications at next_load
+    limit: float | None  # its SLO limit
+    allowance_ran_out_at: str | None  # simulated time, when breaks_first is the allowance
+    evaluations: int  # loads simulated for this tier
+
+
+@dataclass
+class _Search:
+    tier: str
+    x: float = 1.0
+    lo: float | None = None
+    hi: float | None = None
+    lo_runs: list[TierSummary] | None = None
+    hi_runs: list[TierSummary] | None = None
+    evaluations: int = 0
+    done: bool = False
+
+
+def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
+                  overrides: list[str] = (), replications: int = 1, max_load: float = 100.0,
+                  min_load: float = 0.01, tolerance: float = 0.02,
+                  executor: Executor | None = None) -> dict[str, Any]:
+    """The headroom of each tier: ``{"tiers": [TierHeadroom as dict, ...], ...}``."""
+    from ..api import load_scenario
+    from ..config.loader import builtin_scenario_text
+
+    if not tolerance > 0:
+        raise CapsimError("expected a relative tolerance > 0, e.g. 0.02", field="--tolerance")
+    if not max_load > 1:
+        raise CapsimError("expected a multiplier > 1", field="--max-load")
+    if replications < 1:
+        raise CapsimError("expected at least 1", field="--replications")
+    loaded = load_scenario(scenario, tiers=tiers, overrides=list(overrides))
+    sc = loaded.scenario
+    label = str(scenario) if scenario is not None else "<built-in default scenario>"
+    text = builtin_scenario_text() if scenario is None else Path(scenario).read_text("utf-8")
+    searches = [_Search(t.name) for t in loaded.tiers]
+    executor = executor or SequentialExecutor()
+    while True:
+        active = [s for s in searches if not s.done]
+        if not active:
+            break
+        specs = [RunSpec(run_id=f"{s.tier}@{s.x!r}/r{r}", point=i, variant="headroom",
+                         replication=r, seed=replication_seed(sc.seed, r),
+                         overrides=(*overrides, f"load={sc.load * s.x!r}"),
+                         scenario_text=text, scenario_label=label, tiers=(s.tier,))
+                 for i, s in enumerate(active) for r in range(replications)]
+        results: dict[int, list[TierSummary]] = {i: [] for i in range(len(active))}
+        for spec, out in executor.as_completed(simulate, specs):
+            results[spec.point].append(RunSummary.from_json(out).tiers[0])
+        for i, s in enumerate(active):
+            _step(s, results[i], max_load, min_load, tolerance)
+    return {
+        "scenario": sc.name,
+        "scenario_file": label,
+        "load": sc.load,
+        "replications": replications,
+        "meets_means": "every replication meets the SLO" if replications > 1
+        else "the run meets the SLO",
+        "tolerance": tolerance,
+        "max_load": max_load,
+        "slo": sc.slo.model_dump(),
+        "tiers": [asdict(_answer(s, sc.slo)) for s in searches],
+    }
+
+
+def _step(s: _Search, runs: list[TierSummary], max_load: float, min_load: float,
+          tolerance: float) -> None:
+    s.evaluations += 1
+    if all(t.meets_slo for t in runs):
+        s.lo, s.lo_runs = s.x, runs
+    else:
+        s.hi, s.hi_runs = s.x, runs
+    if s.hi is None:
+        if s.lo >= max_load:
+            s.done = True
+        s.x = min(s.lo * 2, max_load)
+    elif s.lo is None:
+        if s.hi <= min_load:
+            s.done = True
+        s.x = max(s.hi / 2, min_load)
+    elif s.hi / s.lo <= 1 + tolerance:
+        s.done = True
+    else:
+        s.x = math.sqrt(s.lo * s.hi)
+
+
+def _answer(s: _Search, slo) -> TierHeadroom:
+    metric = value = limit = ran_out = None
+    if s.hi_runs is not None:
+        metric, value, limit, ran_out = breaks_first(s.hi_runs, s.lo_runs or [], slo)
+    return TierHeadroom(s.tier, s.lo, s.hi is None, s.hi, metric, value, limit, ran_out,
+                        s.evaluations)
+
+
+def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
+                 ) -> tuple[str, float | None, float | None, str | None]:
+    """What breaks at the failing load: the daily allowance if it now runs out (and did
+    not at the meeting load), else the SLO metric exceeded the most, relative to its
+    limit (worst replication)."""
+    ran_out = sorted(t.daily_allowance.ran_out_at for t in failing
+                     if t.daily_allowance.ran_out_at is not None)
+    ran_out_before = any(t.daily_allowance.ran_out_at is not None for t in meeting)
+    if ran_out and not ran_out_before:
+        return "daily_allowance", None, None, ran_out[0]
+    candidates = []
+    for name, limit, get in (
+        ("throttle_rate", slo.max_throttle_rate, lambda t: t.throttle_rate),
+        ("failure_rate", slo.max_failure_rate, lambda t: t.failure_rate),
+        ("p99_latency", slo.p99_latency_ms,
+         lambda t: math.inf if t.latency_ms.p99 is None else t.latency_ms.p99),
+    ):
+        worst = max(get(t) for t in failing)
+        if worst > limit:
+            ratio = math.inf if limit == 0 else worst / limit
+            candidates.append((ratio, name, worst, limit))
+    if not candidates:  # a flip between replications: name the closest to its limit
+        return "throttle_rate", None, slo.max_throttle_rate, None
+    _, name, worst, limit = max(candidates, key=lambda c: c[0])
+    return name, (None if math.isinf(worst) else worst), limit, None
+
+
+def describe(entry: dict[str, Any]) -> str:
+    """One line: "Tier: meets the SLO up to 3.4× today's load; at 3.6× p99 latency breaks first"."""
+    tier = entry["tier"]
+    if entry["headroom"] is None:
+        return (f"{tier}: does not meet the SLO even at {entry['next_load']:.3g}× today's "
+                f"load ({_what(entry)} breaks first)")
+    if entry["capped"]:
+        return f"{tier}: meets the SLO up to at least {entry['headroom']:.3g}× today's load"
+    return (f"{tier}: meets the SLO up to {entry['headroom']:.3g}× today's load; at "
+            f"{entry['next_load']:.3g}× {_what(entry)} breaks first")
+
+
+def _what(entry: dict[str, Any]) -> str:
+    name = (entry["breaks_first"] or "?").replace("_", " ")
+    if entry["breaks_first"] == "daily_allowance":
+        return f"the daily allowance (runs out at {entry['allowance_ran_out_at']})"
+    return name

@@ -1,0 +1,194 @@
+"""A sweep's plan: the factorial points × variants × replications, as independent runs.
+
+    plan = plan_sweep("workloads/searcher.toml", vary=["load=1,2,4"], replications=5)
+    [run.run_id for run in plan.runs]     # 'p000-base-r000', 'p000-base-r001', ...
+
+Each :class:`RunSpec` is self-contained (the scenario text, its overrides, the seed, the
+tiers) so it can be simulated in any process or on any Dask worker. Replication r draws
+the seed :func:`sim.rng.replication_seed` (seed, r): replication 0 of the base point is
+exactly ``capsim run`` with the same ``--set`` values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import CapsimError
+from ..rng import replication_seed
+
+BASE = "base"
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One ``--vary KEY.PATH=V1,V2,...``: a key path and the values it takes."""
+
+    path: str
+    values: tuple[Any, ...]
+    texts: tuple[str, ...]  # each value as written (TOML), for overrides and labels
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep: a point, a variant and a replication, simulated on every tier."""
+
+    run_id: str
+    point: int
+    variant: str
+    replication: int
+    seed: int
+    overrides: tuple[str, ...]
+    scenario_text: str
+    scenario_label: str
+    tiers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Everything a sweep runs, and the identity its output folder is checked against."""
+
+    scenario_name: str
+    scenario_label: str
+    factors: tuple[Factor, ...]
+    points: tuple[dict[str, Any], ...]
+    variants: tuple[str, ...]
+    replications: int
+    tiers: tuple[str, ...]
+    runs: tuple[RunSpec, ...]
+    identity: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of :attr:`identity`: two sweeps share a folder only if it matches."""
+        text = json.dumps(self.identity, sort_keys=True, ensure_ascii=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def split_values(text: str) -> list[str]:
+    """Split ``V1,V2,...`` on commas outside brackets, braces and quotes."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def parse_vary(item: str) -> Factor:
+    """``KEY.PATH=V1,V2,...`` -> :class:`Factor` (values parsed as TOML, else strings)."""
+    if "=" not in item:
+        raise CapsimError("expected KEY.PATH=V1,V2,...", field=f"--vary {item}")
+    path, text = (s.strip() for s in item.split("=", 1))
+    texts = split_values(text)
+    if not path or not text or any(not t for t in texts):
+        raise CapsimError("expected KEY.PATH=V1,V2,... with no empty value",
+                          field=f"--vary {path}")
+    if len(set(texts)) != len(texts):
+        raise CapsimError("expected distinct values", field=f"--vary {path}")
+    return Factor(path, tuple(_toml_value(t) for t in texts), tuple(texts))
+
+
+def _toml_value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def toml_text(value: Any) -> str:
+    """A Python value (from a scenario's ``[[variants]]``) written as a TOML value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_text(v)}"
+                               for k, v in value.items()) + "}"
+    return json.dumps(str(value))
+
+
+def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replications: int = 1,
+               tiers: list[str] = (), overrides: list[str] = (),
+               variants: bool = True) -> SweepPlan:
+    """Expand a sweep: the full factorial of ``vary``, each point run as the base scenario
+    and as each of its ``[[variants]]``, ``replications`` times, on ``tiers`` (default:
+    the scenario's). ``overrides`` (``--set``) apply to every run."""
+    from ..api import load_scenario
+    from ..config.loader import builtin_scenario_text
+
+    if replications < 1:
+        raise CapsimError("expected at least 1", field="--replications")
+    label = str(scenario) if scenario is not None else "<built-in default scenario>"
+    if scenario is None:
+        text = builtin_scenario_text()
+    else:
+        try:
+            text = Path(scenario).read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise CapsimError("no such file", file=label) from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise CapsimError(f"cannot read it ({type(err).__name__})", file=label) from None
+    factors = tuple(parse_vary(v) for v in vary)
+    paths = [f.path for f in factors]
+    if len(set(paths)) != len(paths):
+        raise CapsimError("each key path may be varied once", field="--vary")
+    base = load_scenario(scenario, tiers=tiers, overrides=list(overrides))
+    sc = base.scenario
+    tier_names = tuple(t.name for t in base.tiers)
+    chosen = [v for v in sc.variants] if variants else []
+    variant_sets = {BASE: ()} | {
+        v.name: tuple(f"{k}={toml_text(val)}" for k, val in v.set.items()) for v in chosen}
+    points = tuple(dict(zip(paths, combo, strict=True))
+                   for combo in itertools.product(*(f.values for f in factors)))
+    point_sets = [tuple(f"{f.path}={t}" for f, t in zip(factors, combo, strict=True))
+                  for combo in itertools.product(*(f.texts for f in factors))]
+    runs = []
+    for p, point_set in enumerate(point_sets):
+        for vname, vset in variant_sets.items():
+            ovr = (*overrides, *point_set, *vset)
+            # Validate every combination now: a bad value fails before anything runs.
+            loaded = load_scenario(scenario, tiers=tier_names, overrides=list(ovr))
+            for r in range(replications):
+                runs.append(RunSpec(
+                    run_id=f"p{p:03d}-{_slug(vname)}-r{r:03d}", point=p, variant=vname,
+                    replication=r, seed=replication_seed(loaded.scenario.seed, r),
+                    overrides=ovr, scenario_text=text, scenario_label=label,
+                    tiers=tier_names))
+    identity = {
+        "scenario": sc.name,
+        "scenario_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "overrides": list(overrides),
+        "vary": [[f.path, list(f.texts)] for f in factors],
+        "variants": {k: list(v) for k, v in variant_sets.items()},
+        "replications": replications,
+        "tiers": list(tier_names),
+    }
+    return SweepPlan(sc.name, label, factors, points, tuple(variant_sets), replications,
+                     tier_names, tuple(runs), identity)
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "variant"
+    return slug + "-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:6] \
+        if name != BASE else BASE

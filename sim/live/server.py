@@ -1,0 +1,127 @@
+"""Running the emulator: hypercorn over TLS (ALPN ``h2`` and ``http/1.1``) on loopback.
+
+:func:`serve` makes a certificate, binds the socket, prints where it listens and which
+CA file to trust, and serves until SIGINT or SIGTERM (or until ``stop`` is set), then
+closes the listening socket and its connections within a short grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import ssl
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import CapsimError
+from ..policy.resolved import LoadedScenario
+from ..policy.tiers import Tier
+from .admission import Admission
+from .app import EmulatorApp
+from .certs import HOSTNAMES, Certificate, make_certificate
+from .clock import ServiceClock
+from .connections import ConnectionRegistry, record_sni, tracking_connections
+
+MAX_STREAMS_PER_CONNECTION = 32
+"""SETTINGS_MAX_CONCURRENT_STREAMS the server announces (spec 8.4.2: about 32)."""
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Where and how to serve; ``port`` 0 picks a free port."""
+
+    host: str = "127.0.0.1"
+    port: int = 8443
+    time_scale: float = 1.0
+    cert_dir: str | None = None
+    allow_remote: bool = False
+
+
+def _config(cert: Certificate):
+    from hypercorn.config import Config
+
+    class _Config(Config):
+        def create_ssl_context(self) -> ssl.SSLContext | None:
+            context = super().create_ssl_context()
+            if context is not None:
+                context.sni_callback = record_sni
+            return context
+
+    config = _Config()
+    config.certfile, config.keyfile = str(cert.cert_path), str(cert.key_path)
+    config.alpn_protocols = ["h2", "http/1.1"]
+    config.h2_max_concurrent_streams = MAX_STREAMS_PER_CONNECTION
+    config.keep_alive_timeout = 3600.0  # idle connections are the client's to close
+    config.keep_alive_max_requests = 2**62  # no GOAWAY after N requests: not the spec's
+    config.graceful_timeout = 1.0
+    config.accesslog = None
+    config.errorlog = "-"
+    config.loglevel = "WARNING"
+    return config
+
+
+def bind(options: ServeOptions) -> socket.socket:
+    """The listening socket (refuses a non-loopback host unless allowed)."""
+    if options.host not in LOOPBACK and not options.allow_remote:
+        raise CapsimError("the emulator serves on loopback only; pass --allow-remote to "
+                          "bind another address", field="--host")
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    try:
+        sock = socket.create_server((options.host, options.port), family=family,
+                                    backlog=512, reuse_port=False)
+    except OSError as err:
+        raise CapsimError(f"cannot listen on port {options.port}: {err.strerror}",
+                          field="--port") from None
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(loaded: LoadedScenario, tier: Tier, options: ServeOptions,
+                announce: Callable[[str], None] = print,
+                stop: asyncio.Event | None = None) -> None:
+    """Serve ``loaded``'s account on ``tier`` until a signal (or ``stop``)."""
+    from hypercorn.asyncio.run import worker_serve
+    from hypercorn.config import Sockets
+    from hypercorn.utils import wrap_app
+
+    cert_dir = options.cert_dir or tempfile.mkdtemp(prefix="capsim-serve-")
+    cert = make_certificate(cert_dir)
+    sock = bind(options)
+    port = sock.getsockname()[1]
+    clock = ServiceClock.starting_now(options.time_scale)
+    registry = ConnectionRegistry()
+    app = EmulatorApp(loaded, Admission(loaded, tier), clock, registry)
+    config = _config(cert)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Outside the main thread (tests) there are no signals: ``stop`` is set instead.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    announce(f"capsim serve: tier {tier.name!r}, time scale {options.time_scale:g}")
+    announce(f"listening on https://{host}:{port} (HTTP/2 and HTTP/1.1)")
+    announce(f"hostnames: {', '.join(HOSTNAMES.values())} (use SNI, e.g. curl --resolve)")
+    announce(f"CA certificate: {cert.ca_path}")
+    async def stop_websockets() -> None:
+        await stop.wait()
+        app.stopping.set()
+
+    watcher = loop.create_task(stop_websockets())
+    try:
+        with tracking_connections(registry):
+            await worker_serve(wrap_app(app, config.wsgi_max_body_size, "asgi"), config,
+                               sockets=Sockets([sock], [], []), shutdown_trigger=stop.wait)
+    finally:
+        watcher.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+        sock.close()
+    announce("capsim serve: stopped")
+

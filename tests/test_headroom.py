@@ -1,0 +1,131 @@
+"""``capsim headroom`` (sim/jobs/headroom.py) against closed forms.
+
+A constant-rate ``svc_call`` source at r requests/s costing c CU, no retries, zero
+service time and round trip, SLO throttle rate 0, a custom tier of L CU per 12-second
+window. At load x the epoch-aligned windows of a run lasting a multiple of 12 s receive
+floor or ceil of 12 r x requests each, and on average exactly 12 r x, so some window
+exceeds n* = floor(L / c) requests iff 12 r x > n*: the headroom is n* / (12 r) exactly
+(Fraction arithmetic below). The search must return lo <= H < hi with hi / lo within
+the tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.jobs.headroom import describe, find_headroom
+from sim.policy.pricing import default_pricing_table
+
+C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
+
+
+def scenario(tmp_path, *, rate, limit, allowance=1e12, duration=120, slo_failure=1.0,
+             slo_throttle=0.0, service_s=0.0):
+    text = f"""
+name = "headroom"
+duration = {duration}
+tiers = ["Mine"]
+[[custom_tiers]]
+name = "Mine"
+cu_per_window = {limit}
+daily_allowance_cu = {allowance}
+[account]
+keys = ["k"]
+[[regions]]
+name = "here"
+rtt_ms = 0
+[clients.default]
+retry = {{ policy = "none" }}
+[[sources]]
+name = "calls"
+key = "k"
+arrival = {{ process = "constant", rate = {rate} }}
+[methods.svc_call]
+api = "rpc"
+service_time = {{ dist = "constant", value = {service_s} }}
+[slo]
+max_throttle_rate = {slo_throttle}
+max_failure_rate = {slo_failure}
+p99_latency_ms = 1e9
+"""
+    path = tmp_path / "headroom.toml"
+    path.write_text(text)
+    return path
+
+
+def closed_form(rate: str, limit: int) -> Fraction:
+    return Fraction(limit // C) / (12 * Fraction(rate))
+
+
+@pytest.mark.parametrize(("rate", "limit", "tol"), [
+    ("2.5", 1010, 0.01),   # H = 50 / 30 = 5/3: the search goes up from 1
+    ("10", 1010, 0.02),    # H = 50 / 120 = 5/12: the search goes down from 1
+    ("0.75", 250, 0.005),  # H = 12 / 9 = 4/3
+])
+def test_headroom_matches_the_closed_form(tmp_path, rate, limit, tol):
+    expected = closed_form(rate, limit)
+    doc = find_headroom(scenario(tmp_path, rate=rate, limit=limit), tolerance=tol)
+    (entry,) = doc["tiers"]
+    lo, hi = Fraction(entry["headroom"]), Fraction(entry["next_load"])
+    assert lo <= expected < hi
+    assert hi / lo <= 1 + Fraction(tol)
+    assert not entry["capped"]
+    assert entry["breaks_first"] == "throttle_rate"
+    assert entry["limit"] == 0.0 and entry["value"] > 0
+
+
+def test_headroom_is_capped_at_max_load(tmp_path):
+    doc = find_headroom(scenario(tmp_path, rate="1", limit=100_000), max_load=8)
+    (entry,) = doc["tiers"]
+    assert entry["capped"] and entry["headroom"] == 8 and entry["next_load"] is None
+    assert entry["evaluations"] == 4  # 1, 2, 4, 8
+    assert "at least 8× today's load" in describe(entry)
+
+
+def test_every_replication_must_meet_and_the_report_says_so(tmp_path):
+    doc = find_headroom(scenario(tmp_path, rate="2.5", limit=1010), replications=3,
+                        tolerance=0.05)
+    assert doc["meets_means"] == "every replication meets the SLO"
+    (entry,) = doc["tiers"]
+    assert Fraction(entry["headroom"]) <= closed_form("2.5", 1010) < Fraction(entry["next_load"])
+
+
+def test_the_daily_allowance_running_out_breaks_first(tmp_path):
+    """No window limit in reach, an allowance of A CU: at load x the run spends
+    r x c per second, so the allowance runs out within the run iff r x c T > A
+    (here 2 x 20 x 120 = 4800 CU at load 1, A = 9000: headroom about 1.875)."""
+    path = scenario(tmp_path, rate="2", limit=1_000_000, allowance=9000, slo_failure=0.0)
+    doc = find_headroom(path, tolerance=0.01)
+    (entry,) = doc["tiers"]
+    expected = Fraction(9000) / (2 * C * 120)
+    assert Fraction(entry["headroom"]) <= expected * Fraction(101, 100)
+    assert Fraction(entry["next_load"]) >= expected * Fraction(99, 100)
+    assert entry["breaks_first"] == "daily_allowance"
+    assert entry["allowance_ran_out_at"].startswith("2026-01-05T00:01")  # late in the run
+    assert "daily allowance (runs out at" in describe(entry)
+
+
+def test_cli_headroom_json_and_run_headroom(tmp_path):
+    path = scenario(tmp_path, rate="2.5", limit=1010)
+    r = CliRunner().invoke(main, ["headroom", str(path), "--json", "--tolerance", "0.01"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    (entry,) = doc["tiers"]
+    assert entry["tier"] == "Mine" and entry["breaks_first"] == "throttle_rate"
+    assert Fraction(entry["headroom"]) <= Fraction(5, 3) < Fraction(entry["next_load"])
+    r = CliRunner().invoke(main, ["headroom", str(path)])
+    assert r.exit_code == 0
+    assert "Mine: meets the SLO up to 1.6" in r.output and "throttle rate breaks first" in r.output
+    # A constant service time changes no window count (every CU is reserved at admission
+    # and settles to the same amount), and gives the run's latency plots a non-zero scale.
+    path = scenario(tmp_path, rate="2.5", limit=1010, service_s=0.01)
+    r = CliRunner().invoke(main, ["run", str(path), "--headroom", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    assert "Mine: meets the SLO up to 1.6" in r.output
+    r = CliRunner().invoke(main, ["headroom", str(path), "--tolerance", "0"])
+    assert r.exit_code == 2
