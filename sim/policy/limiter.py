@@ -144,6 +144,8 @@ class CULimiter:
             if (DAY_S / window_s) % 1:
                 raise ValueError("utc alignment needs a window_s that divides a day")
             self._shift = (day_offset_s - phase_s) % window_s
+            if self._shift >= window_s:  # a phase below float resolution rounds to w
+                self._shift = 0.0
         self.phase_s = float(phase_s)
         self._origin = refund_to == "origin-window"
 
