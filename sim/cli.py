@@ -186,12 +186,12 @@ def validate(scenario, overrides, max_requests):
     loaded = _load(scenario, overrides)
     size = _check_size(loaded, max_requests)
     sc = loaded.scenario
-    unknown = sorted({i for i, s in enumerate(sc.sources) if s.key not in sc.account.keys})
+    unknown = sorted({i for i, s in enumerate(sc.sources) if sc.account_of_key(s.key) is None})
     click.echo(f"{scenario}: ok — scenario {sc.name!r}, {len(sc.sources)} source(s), "
                f"{len(loaded.tiers)} tier(s), {sc.duration_s:,.0f} s simulated; "
                f"{size.describe()}")
     for i in unknown:
-        click.echo(f"warning: sources[{i}].key is not one of account.keys: "
+        click.echo(f"warning: sources[{i}].key is not a key of any account: "
                    "its requests will get 401", err=True)
 
 

@@ -153,7 +153,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             events.append((r.t_s, 1, n + k, r.kind, {"stream": r.stream, "close": r.close,
                                                      "conn": int(r.conn)}))
     adm = Admission(loaded, tier)
-    keys_ok = {pseudonym(k) for k in sc.account.keys}
+    keys_ok = {pseudonym(k) for k in sc.account_list[0].keys}
     pricing = loaded.pricing
     expiry = _stale_expiry(loaded)
     idle = {s.name: sc.clients[s.client].http for s in sc.sources}

@@ -22,6 +22,7 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
+from .account_metrics import plan_summary
 from .config.scenario import Slo
 from .model import recorder as rc
 from .model.engine import TierResult
@@ -100,6 +101,7 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
         "by_method": _by_method(a, plan),
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(summary, sc.slo)
+    summary["plan"] = plan_summary(result, plan)
     return TierSummary.model_validate(summary)
 
 
@@ -211,14 +213,21 @@ def slo_check(summary: dict | TierSummary, slo: Slo) -> tuple[bool, list[str]]:
 
 
 def recommend(tiers: list[TierSummary]) -> Recommendation:
-    """The cheapest tier that meets the SLO (price, then budget), with the reason."""
+    """The cheapest tier that meets the SLO (price, then budget), with the reason.
+
+    With several accounts the price is the plan's (every account at its own tier)."""
     meeting = [t for t in tiers if t.meets_slo]
     if not meeting:
         return Recommendation(tier=None, reason="no simulated tier meets the SLO")
-    priced = [t for t in meeting if t.monthly_usd is not None]
+
+    def price(t: TierSummary) -> float | None:
+        return t.plan.monthly_usd if t.plan is not None else t.monthly_usd
+
+    priced = [t for t in meeting if price(t) is not None]
     pool = priced or meeting
-    best = min(pool, key=lambda t: (t.monthly_usd if priced else 0, t.cu_per_window))
-    basis = f"cheapest at ${best.monthly_usd:,.0f}/month" if priced else "smallest budget"
+    best = min(pool, key=lambda t: (price(t) if priced else 0, t.cu_per_window))
+    what = "plan " if best.plan is not None else ""
+    basis = f"cheapest {what}at ${price(best):,.0f}/month" if priced else "smallest budget"
     return Recommendation(tier=best.tier,
                           reason=f"{basis} of {len(meeting)} tier(s) meeting the SLO")
 

@@ -15,12 +15,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
 from .errors import CapsimError
 
 SCHEMA_VERSION = 1
-"""Version of the ``summary.json`` layout; bumped when a key changes meaning or goes."""
+"""Version of the ``summary.json`` layout; bumped when a key changes meaning or goes.
+
+Additions do not bump it: a key added later is optional, and absent from the files of
+runs that do not use it (``plan`` in a tier entry appears only with ``[[accounts]]``),
+so older summaries still read and older readers ignore nothing they knew."""
 
 
 class _Frozen(BaseModel):
@@ -109,6 +113,46 @@ class MethodSummary(_Frozen):
     cu_settled: float
 
 
+class AccountSummary(_Frozen):
+    """One account's share of a tier's run (``[[accounts]]`` scenarios).
+
+    Requests and attempts are counted by the key they carried; attempts with a key of
+    no account (401) belong to no account. ``tier`` is the account's own: its fixed tier,
+    or the tier under study.
+    """
+
+    account: str
+    tier: str
+    fixed_tier: bool
+    keys: int
+    monthly_usd: float | None
+    cu_per_window: float
+    ws_cap: int
+    requests: int
+    attempts: int
+    throttled: int
+    throttle_rate: float
+    failure_rate: float
+    latency_p99_ms: float | None
+    cu_settled: float
+    peak_window_used: float
+    windows_with_throttles: int
+    daily_allowance: DailyAllowance
+    connections_opened: int
+    refused_430: int
+    ws_handshakes_ok: int
+    ws_refused_435: int
+    peak_live_slots: int
+
+
+class PlanSummary(_Frozen):
+    """The plan of several accounts under one tier study: the total monthly cost (each
+    account at its own tier's price; None if one price is unknown) and each account."""
+
+    monthly_usd: float | None
+    accounts: tuple[AccountSummary, ...]
+
+
 class TierSummary(_Frozen):
     """One tier's entry of ``summary.json`` (definitions in :mod:`sim.metrics`)."""
 
@@ -135,6 +179,15 @@ class TierSummary(_Frozen):
     by_method: dict[str, MethodSummary]
     meets_slo: bool
     slo_violations: tuple[str, ...]
+    plan: PlanSummary | None = None
+    """Several accounts: the plan's cost and each account; absent from the JSON otherwise."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_plan(self, handler):
+        data = handler(self)
+        if self.plan is None:
+            data.pop("plan", None)
+        return data
 
 
 class SloSummary(_Frozen):

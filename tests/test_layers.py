@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim.policy",),
     ("sim.workload", "sim.traces"),
     ("sim.model", "sim.calibration"),
-    ("sim.metrics", "sim.runner"),
+    ("sim.metrics", "sim.account_metrics", "sim.runner"),
     ("sim.report",),
     ("sim.api", "sim.cli", "sim.cli_trace", "sim.cli_sweep", "sim.jobs", "sim.regression",
      "sim.cli_regression", "sim.live", "sim.compare_traces", "sim.cli_live",

@@ -74,6 +74,20 @@ class Account(Strict):
     keys: list[str] = Field(min_length=1)
 
 
+class NamedAccount(Account):
+    """One of several accounts (``[[accounts]]``): its own limiter, daily allowance,
+    websocket slots and connection limits; ``tier`` fixes its tier across the tier
+    study (None: the tier under study)."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    tier: str | None = Field(default=None, min_length=1)
+
+
+DEFAULT_ACCOUNT_NAME = "account"
+"""The name the single ``[account]`` goes by inside the model (it never reaches the
+summary: a one-``[account]`` scenario reports no per-account part)."""
+
+
 class RetryPolicy(Strict):
     """How a client retries a refused attempt.
 
@@ -276,7 +290,8 @@ class Scenario(Strict):
     max_requests: StrictInt | None = Field(default=None, ge=1)
     tiers: list[str] = Field(default_factory=list)
     custom_tiers: list[CustomTier] = Field(default_factory=list)
-    account: Account
+    account: Account | None = None
+    accounts: list[NamedAccount] | None = None
     regions: list[Region] = Field(default_factory=lambda: [Region(name="default")], min_length=1)
     clients: dict[str, Client] = Field(default_factory=lambda: {"default": Client()})
     sources: list[Source] = Field(default_factory=list)
@@ -319,6 +334,32 @@ class Scenario(Strict):
         return merged
 
     @model_validator(mode="after")
+    def _accounts(self):
+        if (self.account is None) == (self.accounts is None):
+            raise ValueError("expected exactly one of [account] (one account) or "
+                             "[[accounts]] (several, each with a name and its keys)")
+        if self.accounts is None:
+            return self
+        if not self.accounts:
+            raise ValueError("accounts: expected at least one [[accounts]] entry")
+        names: dict[str, int] = {}
+        owner: dict[str, int] = {}
+        for i, acct in enumerate(self.accounts):
+            if acct.name in names:
+                raise ValueError(f"accounts[{i}].name: expected a name no other account "
+                                 f"has; accounts[{names[acct.name]}] is also called that")
+            names[acct.name] = i
+            for k, key in enumerate(acct.keys):
+                if key in owner:  # never echo the key: it may be a real API key
+                    j = owner[key]
+                    where = ("twice in this account" if j == i
+                             else f"also a key of account {self.accounts[j].name!r}")
+                    raise ValueError(f"accounts[{i}].keys[{k}]: a key belongs to exactly "
+                                     f"one account; this one is {where}")
+                owner[key] = i
+        return self
+
+    @model_validator(mode="after")
     def _references(self):
         regions = {r.name for r in self.regions}
         if len(regions) != len(self.regions):
@@ -345,6 +386,26 @@ class Scenario(Strict):
                         f"sources[{i}].mix: unknown method {method!r}; expected one of "
                         f"{sorted(self.methods)} or a [methods.NAME] table")
         return self
+
+    @property
+    def account_list(self) -> tuple[NamedAccount, ...]:
+        """The accounts, in file order: ``[[accounts]]``, or the single ``[account]`` as
+        one account without a fixed tier."""
+        if self.accounts is not None:
+            return tuple(self.accounts)
+        return (NamedAccount(name=DEFAULT_ACCOUNT_NAME, keys=list(self.account.keys)),)
+
+    @property
+    def several_accounts(self) -> bool:
+        """Whether the scenario uses ``[[accounts]]`` (reports then show each account)."""
+        return self.accounts is not None
+
+    def account_of_key(self, key: str) -> int | None:
+        """Index in :attr:`account_list` of the account holding ``key`` (None: no account)."""
+        for i, acct in enumerate(self.account_list):
+            if key in acct.keys:
+                return i
+        return None
 
     @property
     def day_offset_s(self) -> float:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import CapsimError
 from ..model.websockets import SlotPool
 from ..policy.connections import AccountConnections
 from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, Reservation
@@ -83,6 +84,9 @@ class Admission:
 
     def __init__(self, loaded: LoadedScenario, tier: Tier) -> None:
         sc, pricing = loaded.scenario, loaded.pricing
+        if len(sc.account_list) > 1:
+            raise CapsimError("the live emulator serves one account; expected [account] or "
+                              "a single [[accounts]] entry", file=loaded.path, field="accounts")
         self.tier = tier
         self.pricing = pricing
         self.limiter = make_limiter(

@@ -126,7 +126,7 @@ class EmulatorApp:
         self.registry = registry
         if registry is not None:
             registry.on_closed = self._connection_closed
-        self.keys = frozenset(sc.account.keys)
+        self.keys = frozenset(sc.account_list[0].keys)
         self.pricing: Pricing = loaded.pricing
         self._methods = sc.methods
         self._rpc_methods = {m for m, spec in sc.methods.items() if spec.api == RPC}

@@ -24,10 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from ..policy.connections import AccountConnections
 from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, WindowStats
 from ..policy.limiter import OK as LIM_OK
-from ..policy.limiters import make_limiter
 from ..policy.pacing import TokenBucket
 from ..policy.retry import RetryDecider
 from ..policy.tiers import APIS, RPC, Tier
@@ -35,6 +33,7 @@ from ..rng import stream
 from ..vocabulary import SIZE_METHOD
 from ..workload.demand import Plan
 from . import recorder as rc
+from .accounts import AccountPolicies, build_accounts
 from .transport import QUEUED, REFUSED, ClientPool
 from .websockets import Websockets
 
@@ -78,6 +77,56 @@ class TierResult:
     retry_budget_refusals: int
     end_s: float
     extra: dict = field(default_factory=dict)
+    accounts: list[AccountResult] = field(default_factory=list)
+
+
+@dataclass
+class AccountResult:
+    """One account's limiter and connection figures (the tier-level ones add them up)."""
+
+    name: str
+    tier: Tier
+    windows: WindowStats
+    budget_cu: float
+    daily_used: dict[int, float]
+    daily_exhausted_at: dict[int, float]
+    daily_allowance_cu: float | None
+    connections: dict[str, int]
+
+
+def combined_windows(stats: list[WindowStats]) -> WindowStats:
+    """Several accounts' windows as one table: columns summed over windows that start at
+    the same time (all of them under ``epoch`` alignment), rows in start order."""
+    if len(stats) == 1:
+        return stats[0]
+    rows: dict[float, list] = {}
+    for w in stats:
+        for i, start in enumerate(w.start_s):
+            row = rows.setdefault(start, [0.0, 0.0, 0.0, 0, 0, 0])
+            for j, col in enumerate((w.reserved_cu, w.settled_cu, w.peak_used_cu, w.admitted,
+                                     w.throttled, w.phantom)):
+                row[j] += col[i]
+    starts = sorted(rows)
+    cols = list(zip(*(rows[t] for t in starts), strict=True)) if starts else [()] * 6
+    return WindowStats(starts, *(list(c) for c in cols))
+
+
+def _sum_daily(dicts: list[dict[int, float]]) -> dict[int, float]:
+    if len(dicts) == 1:
+        return dict(dicts[0])
+    out: dict[int, float] = {}
+    for d in dicts:
+        for day, v in d.items():
+            out[day] = out.get(day, 0.0) + v
+    return out
+
+
+def _earliest(dicts: list[dict[int, float]]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for d in dicts:
+        for day, t in d.items():
+            out[day] = min(t, out.get(day, t))
+    return out
 
 
 class TierRun:
@@ -88,16 +137,13 @@ class TierRun:
         sc = plan.scenario
         self.plan, self.tier, self.progress = plan, tier, progress
         self.env = simpy.Environment()
-        allowance = plan.loaded.pricing.for_tier(tier).daily_allowance_cu
-        self.limiter = make_limiter(tier.cu_per_window, sc.limiter,
-                                    daily_allowance_cu=allowance, day_offset_s=sc.day_offset_s)
+        self.accounts: list[AccountPolicies] = build_accounts(plan, tier)
         self.rec = rc.Recorder()
         t = plan.tables
-        self._method_in_tier = [tier.includes(APIS[a]) for a in t.method_api]
+        self._key_account = t.key_account.tolist()
         self._method_rpc = [APIS[a] == RPC for a in t.method_api]
         self._method_needs_h2 = [m == SIZE_METHOD or APIS[a] == RPC
                                  for m, a in zip(t.methods, t.method_api, strict=True)]
-        self._key_valid = t.key_valid.tolist()
         self._half_rtt = (t.region_rtt_s / 2).tolist()
         self._deciders, self._retry_codes, self._h2_ok = [], [], []
         self._pacers: list[TokenBucket | None] = []
@@ -111,16 +157,20 @@ class TierRun:
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)
         self._next_rid = len(plan.demand)
-        limits = sc.http_limits
-        self.connections = AccountConnections(limits.max_active_connections,
-                                              limits.max_new_connections_per_s)
+        # A source's connections count against its key's account (the first for a key of
+        # no account: its requests get 401 all the same).
+        self._source_account = [max(0, self._key_account[t.keys.index(src.key)])
+                                for src in sc.sources]
         self._pools: dict[tuple[int, int], ClientPool] = {}
         self.ws = None
         if sc.streams:
+            a0 = self.accounts[0]
             self.ws = Websockets(
-                self.env, self.limiter, tier, list(sc.streams), sc.ws, plan.loaded.pricing,
-                key_valid=set(sc.account.keys).__contains__, seed=sc.seed,
-                duration_s=sc.duration_s, day_offset_s=sc.day_offset_s)
+                self.env, a0.limiter, a0.tier, list(sc.streams), sc.ws, plan.loaded.pricing,
+                key_valid=lambda k: sc.account_of_key(k) is not None, seed=sc.seed,
+                duration_s=sc.duration_s, day_offset_s=sc.day_offset_s,
+                accounts=[(a.limiter, a.tier) for a in self.accounts],
+                account_of_key=lambda k: sc.account_of_key(k))
 
     # -- the run ---------------------------------------------------------------------
 
@@ -140,18 +190,29 @@ class TierRun:
             ws = self.ws.result()
             self._record_handshakes(ws)
         attempts, requests = self.rec.arrays()
-        lim = self.limiter
+        accounts = [AccountResult(
+            a.name, a.tier, a.limiter.window_stats(), a.limiter.budget_cu,
+            dict(a.limiter.daily_used), dict(a.limiter.daily_exhausted_at),
+            a.limiter.daily_allowance_cu,
+            {"opened": a.connections.opened, "peak_active": a.connections.peak_active,
+             "refused_430": a.connections.refused}) for a in self.accounts]
+        allowances = [a.daily_allowance_cu for a in accounts]
         return TierResult(
-            tier=self.tier, attempts=attempts, requests=requests, windows=lim.window_stats(),
-            window_s=lim.window_s, budget_cu=lim.budget_cu, daily_used=dict(lim.daily_used),
-            daily_exhausted_at=dict(lim.daily_exhausted_at),
-            daily_allowance_cu=lim.daily_allowance_cu,
+            tier=self.tier, attempts=attempts, requests=requests,
+            windows=combined_windows([a.windows for a in accounts]),
+            window_s=self.accounts[0].limiter.window_s,
+            budget_cu=sum(a.budget_cu for a in accounts),
+            daily_used=_sum_daily([a.daily_used for a in accounts]),
+            daily_exhausted_at=_earliest([a.daily_exhausted_at for a in accounts]),
+            daily_allowance_cu=None if None in allowances else sum(allowances),
             retry_budget_refusals=sum(d.budget_refusals for d in self._deciders),
             end_s=env.now,
-            extra={"connections": {"opened": self.connections.opened,
-                                   "peak_active": self.connections.peak_active,
-                                   "refused_430": self.connections.refused},
-                   "websockets": ws})
+            extra={"connections": {k: sum(a.connections[k] for a in accounts)
+                                   if k != "peak_active" else
+                                   max(a.connections[k] for a in accounts)
+                                   for k in ("opened", "peak_active", "refused_430")},
+                   "websockets": ws},
+            accounts=accounts)
 
     def _record_handshakes(self, ws: dict) -> None:
         """Websocket handshakes are attempts too: one row each (api streams or search)."""
@@ -232,8 +293,9 @@ class TierRun:
             sc, tab = self.plan.scenario, self.plan.tables
             client = sc.clients[sc.sources[source].client]
             http = client.http
+            account = self.accounts[self._source_account[source]]
             pool = ClientPool(
-                self.connections, tab.regions[region], self.env,
+                account.connections, tab.regions[region], self.env,
                 rtt_s=2 * self._half_rtt[region],
                 max_streams=http.max_streams_per_conn if client.http_version == "2" else 1,
                 max_connections=http.max_connections, connect_rtts=http.connect_rtts,
@@ -283,12 +345,12 @@ class TierRun:
         retry_after = _NAN
         if self._method_needs_h2[m] and not self._h2_ok[r.source]:
             outcome = rc.PROTO_421
-        elif not self._key_valid[r.key]:
+        elif (acct := self._key_account[r.key]) < 0:
             outcome = rc.AUTH_401
-        elif not self._method_in_tier[m]:
+        elif not self.accounts[acct].method_in_tier[m]:
             outcome = rc.PAY_402
         else:
-            lim = self.limiter
+            lim = self.accounts[acct].limiter
             status = lim.reserve(now, r.reserve, r.actual)
             if status == LIM_OK:
                 r.booked = status
@@ -307,7 +369,8 @@ class TierRun:
 
     def _complete(self, event) -> None:
         r, now = event.value, self.env.now
-        self.limiter.settle(now, r.booked, r.reserve, r.actual)
+        self.accounts[self._key_account[r.key]].limiter.settle(now, r.booked, r.reserve,
+                                                               r.actual)
         self._reply(r, now, rc.OK, _NAN, False)
 
     def _reply(self, r: Request, now: float, outcome: int, retry_after: float,

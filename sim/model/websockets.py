@@ -1,4 +1,4 @@
-"""Websocket connections of one account: slots, handshakes, publishing, reconnect storms.
+"""Websocket connections of the accounts: slots, handshakes, publishing, reconnect storms.
 
 Along a timeline (cap 2, ``stale_expiry_s`` 30, a client holding 2 connections and
 reconnecting every second, ``fixed`` 1 s)::
@@ -165,6 +165,20 @@ class SlotPool:
                 "cap": np.full(len(t), self.cap, dtype=np.int32)}
 
 
+def summed_series(series: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Several pools' (t, live, stale, cap) steps as one: the sums at each change."""
+    if len(series) == 1:
+        return series[0]
+    t = np.unique(np.concatenate([s["t"] for s in series]))
+    out = {"t": t}
+    for col in ("live", "stale", "cap"):
+        total = np.zeros(len(t), dtype=np.int32)
+        for s in series:
+            total += s[col][np.searchsorted(s["t"], t, side="right") - 1]
+        out[col] = total
+    return out
+
+
 class _Conn:
     """One connection a client wants: its state and the event-count marks."""
 
@@ -187,19 +201,32 @@ class Websockets:
     Build it, call :meth:`start` before ``env.run()``, and :meth:`result` after the
     environment has reached ``duration_s``. ``key_valid(label)`` tells whether a key
     label is one of the account's keys. Nothing happens at or after ``duration_s``.
+
+    Several accounts: ``accounts`` lists each account's ``(limiter, tier)`` and
+    ``account_of_key(label)`` gives a key's account index (None: no account, 401); each
+    account then has its own slot pool, and a client's handshakes and billed deliveries
+    draw on its key's account. Without them, ``limiter`` and ``tier`` are the one account.
     """
 
     def __init__(self, env: simpy.Environment, limiter: Limiter, tier: Tier,
                  clients: list[StreamClient], settings: WebsocketSettings, pricing: Pricing,
                  key_valid: Callable[[str], bool], seed: int, duration_s: float, *,
-                 day_offset_s: float = 0.0) -> None:
+                 day_offset_s: float = 0.0, accounts: list[tuple[Limiter, Tier]] | None = None,
+                 account_of_key: Callable[[str], int | None] | None = None) -> None:
         names = [c.name for c in clients]
         if len(set(names)) != len(names):
             raise ValueError("stream clients: expected unique names")
         self.env, self.limiter, self.tier = env, limiter, tier
         self.clients, self.settings, self.seed = list(clients), settings, int(seed)
         self.duration_s, self.day_offset_s = float(duration_s), float(day_offset_s)
-        self.pool = SlotPool(tier.ws_cap, settings.retry_after_live_s)
+        if accounts is None:
+            accounts = [(limiter, tier)]
+            def account_of_key(k: str) -> int | None:
+                return 0 if key_valid(k) else None
+        self.pools = [SlotPool(t.ws_cap, settings.retry_after_live_s) for _, t in accounts]
+        self._limiters = [lim for lim, _ in accounts]
+        owner = [account_of_key(c.key) for c in clients]
+        self._acct = [-1 if a is None else a for a in owner]  # by client
         self._connect_cu = float(pricing.websocket.connect_cu)
         used = list(dict.fromkeys(c.stream for c in clients))
         self._sources: dict[str, StreamSource] = {s: settings.source(s) for s in used}
@@ -208,8 +235,9 @@ class Websockets:
         self._published = dict.fromkeys(used, 0)
         self._live: dict[str, dict[_Conn, None]] = {s: {} for s in used}
         self._active: dict[_Conn, None] = {}  # connections currently wanted
-        self._key_ok = [bool(key_valid(c.key)) for c in clients]
-        self._allowed = [tier.includes(c.api) for c in clients]
+        self._key_ok = [a >= 0 for a in self._acct]
+        self._allowed = [accounts[max(a, 0)][1].includes(c.api)
+                         for a, c in zip(self._acct, clients, strict=True)]
         self._drop_all = [tuple(sorted(c.faults.drop_all_at_s)) for c in clients]
         n = len(clients)
         self._wanted, self._connected = [0.0] * n, [0.0] * n
@@ -220,6 +248,11 @@ class Websockets:
         self._hs = tuple([] for _ in range(5))
         self._started = False
         self._result: dict | None = None
+
+    @property
+    def pool(self) -> SlotPool:
+        """The first account's slot pool (the only one with a single account)."""
+        return self.pools[0]
 
     # -- processes -------------------------------------------------------------------
 
@@ -341,7 +374,8 @@ class Websockets:
 
     def _publisher(self, s: str):
         """Publish ``s`` once per account; billed deliveries reserve CU one by one."""
-        env, lim, live, published = self.env, self.limiter, self._live[s], self._published
+        env, live, published = self.env, self._live[s], self._published
+        lims, acct = self._limiters, self._acct
         cost = self._publish_cu[s]
         close = self.settings.on_exhausted == "close"
         for t in self._event_times(self._sources[s]):
@@ -351,7 +385,7 @@ class Websockets:
                 continue
             now, spent = env.now, 0.0
             for conn in list(live) if close else live:
-                if lim.spend(now, cost) == LIM_OK:
+                if lims[acct[conn.client]].spend(now, cost) == LIM_OK:
                     spent += cost
                     continue
                 conn.dropped += 1
@@ -405,21 +439,22 @@ class Websockets:
         elif not self._allowed[ci]:
             outcome = rc.PAY_402
         else:
-            ok, wait = self.pool.acquire(now)
+            pool, lim = self.pools[self._acct[ci]], self._limiters[self._acct[ci]]
+            ok, wait = pool.acquire(now)
             if not ok:
                 outcome, retry_after = rc.WS_435, float(wait)
             else:
-                status = self.limiter.spend(now, self._connect_cu)
+                status = lim.spend(now, self._connect_cu)
                 if status == LIM_OK:
                     outcome = rc.OK
                     self.cu_connect += self._connect_cu
                 else:
-                    self.pool.release_clean(now)
+                    pool.release_clean(now)
                     if status == NO_ALLOWANCE:
                         outcome = rc.PAY_402
                     else:  # THROTTLED, or OVERSIZED (a connect cost above the budget)
                         outcome = rc.WS_CU
-                        retry_after = float(self.limiter.retry_after(now))
+                        retry_after = float(lim.retry_after(now))
         for col, v in zip(self._hs, (now, ci, conn.idx, outcome, retry_after), strict=True):
             col.append(v)
         return outcome, retry_after
@@ -483,10 +518,11 @@ class Websockets:
         self._connected[ci] += now - conn.t_open
         conn.live, conn.mark, conn.lost_before = False, pub, 0
         del self._live[conn.stream][conn]
+        pool = self.pools[self._acct[ci]]
         if kind == UNCLEAN:
-            self.pool.release_unclean(now, self._stale_expiry(conn))
+            pool.release_unclean(now, self._stale_expiry(conn))
         else:
-            self.pool.release_clean(now)
+            pool.release_clean(now)
 
     def _session_row(self, conn: _Conn, close_s: float, kind: int, delivered: int) -> None:
         s = self._sess
@@ -559,7 +595,8 @@ class Websockets:
             "handshakes": {o: int(counts[rc.OUTCOMES.index(o)]) for o in HANDSHAKE_OUTCOMES},
             "handshake_log": log,
             "outcomes": rc.OUTCOMES,
-            "slots": self.pool.series(T),
+            "slots": summed_series([p.series(T) for p in self.pools]),
+            "slots_by_account": [p.series(T) for p in self.pools],
             "clients": {
                 "name": np.asarray([c.name for c in self.clients], dtype=str),
                 "stream": np.asarray([c.stream for c in self.clients], dtype=str),

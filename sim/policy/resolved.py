@@ -84,4 +84,23 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
                  for t in scenario.custom_tiers}
         pricing = Pricing.model_validate(
             deep_merge(pricing.model_dump(), {"tiers": extra}))
+    for i, acct in enumerate(scenario.accounts or ()):
+        if acct.tier is None:
+            continue
+        try:
+            find_tier(acct.tier, catalog)
+        except CapsimError as err:
+            message = err.message
+            if where.override_of(("accounts", i, "tier")) is not None:
+                message = message.replace(f"unknown tier {acct.tier!r}", "unknown tier")
+            raise where.error(message, ("accounts", i, "tier")) from None
     return LoadedScenario(scenario, label, tuple(tiers), pricing, scenario.pricing)
+
+
+def account_tiers(loaded: LoadedScenario, studied: Tier) -> tuple[Tier, ...]:
+    """Each account's tier while ``studied`` is under study: its fixed tier, else ``studied``."""
+    sc = loaded.scenario
+    catalog = CATALOG + tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap,
+                                   custom=True) for t in sc.custom_tiers)
+    return tuple(studied if a.tier is None else find_tier(a.tier, catalog)
+                 for a in sc.account_list)

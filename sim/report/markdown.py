@@ -17,14 +17,19 @@ def _val(x) -> str:
 
 
 def tier_table(tiers: list[dict]) -> list[str]:
-    """The per-tier table (Markdown rows), also printed by the CLI."""
+    """The per-tier table (Markdown rows), also printed by the CLI. With several accounts
+    CU/12s and $/month are the plan's: every account's, added up."""
     rows = ["| tier | CU/12s | $/month | requests | attempts | throttle rate | phantom | "
             "failure rate | p50 ms | p99 ms | peak reserved | peak settled | SLO |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for t in tiers:
         lat = t["latency_ms"]
+        # Several accounts: the whole plan's budget and price (see the Accounts table).
+        plan = t.get("plan")
+        cu = t["cu"]["limit"] if plan else t["cu_per_window"]
+        usd = plan["monthly_usd"] if plan else t["monthly_usd"]
         rows.append(
-            f"| {t['tier']} | {_fmt(t['cu_per_window'], 0)} | {_fmt(t['monthly_usd'], 0)} | "
+            f"| {t['tier']} | {_fmt(cu, 0)} | {_fmt(usd, 0)} | "
             f"{_fmt(t['requests'])} | {_fmt(t['attempts'])} | {t['throttle_rate']:.2%} | "
             f"{_fmt(t['phantom_throttles'])} | {t['failure_rate']:.2%} | {_fmt(lat['p50'])} | "
             f"{_fmt(lat['p99'])} | {_fmt(t['cu']['peak_window_reserved'], 0)} | "
@@ -76,6 +81,42 @@ def connections_table(tiers: list[dict]) -> list[str]:
     return rows + [f"| {t['tier']} | {row}" for t, row in zip(tiers, cells, strict=True)]
 
 
+ACCOUNTS_NOTE = (
+    "Each account has its own 12-second CU window, daily allowance, websocket slot cap and "
+    "HTTP/2 connection limits; an account with a fixed tier keeps it in every tier's run, the "
+    "others take the tier under study. Plan $/month: the accounts' prices added up, each at "
+    "its own tier. Requests and attempts are counted by the key they carried; a key of no "
+    "account (401) counts for none.")
+
+
+def accounts_table(tiers: list[dict]) -> list[str]:
+    """One row per tier and account (scenarios with more than one account), else none."""
+    if not any(t.get("plan") and len(t["plan"]["accounts"]) > 1 for t in tiers):
+        return []
+    rows = ["| tier studied | plan $/month | account | its tier | $/month | requests | "
+            "attempts | throttle rate | failure rate | p99 ms | CU settled | peak window CU | "
+            "CU/12s | ran out at | connections | 430 | ws ok | 435 | peak slots / cap |",
+            "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"
+            "---:|---:|---:|"]
+    for t in tiers:
+        plan = t.get("plan")
+        if not plan:
+            continue
+        for i, a in enumerate(plan["accounts"]):
+            head = (f"{t['tier']} | {_fmt(plan['monthly_usd'], 0)}" if i == 0 else " | ")
+            fixed = " (fixed)" if a["fixed_tier"] else ""
+            rows.append(
+                f"| {head} | {a['account']} | {a['tier']}{fixed} | {_fmt(a['monthly_usd'], 0)} | "
+                f"{_fmt(a['requests'])} | {_fmt(a['attempts'])} | {a['throttle_rate']:.2%} | "
+                f"{a['failure_rate']:.2%} | {_fmt(a['latency_p99_ms'])} | "
+                f"{_fmt(a['cu_settled'], 0)} | {_fmt(a['peak_window_used'], 0)} | "
+                f"{_fmt(a['cu_per_window'], 0)} | {_val(a['daily_allowance']['ran_out_at'])} | "
+                f"{_fmt(a['connections_opened'])} | {_fmt(a['refused_430'])} | "
+                f"{_fmt(a['ws_handshakes_ok'])} | {_fmt(a['ws_refused_435'])} | "
+                f"{_fmt(a['peak_live_slots'])} / {_fmt(a['ws_cap'])} |")
+    return ["## Accounts", "", *rows, "", ACCOUNTS_NOTE, ""]
+
+
 def render(summary: dict, plots: list[str]) -> str:
     """The Markdown report."""
     rec = summary["recommended"]
@@ -111,6 +152,7 @@ def render(summary: dict, plots: list[str]) -> str:
         "in-flight reservations already settled. Latency: successful requests, first send "
         "to final reply, retries included.",
         "",
+        *accounts_table(summary["tiers"]),
         "## Outcomes by tier (attempts)",
         "",
     ]

@@ -37,7 +37,8 @@ class Tables:
     method_api: np.ndarray  # int8 index into sim.policy.tiers.APIS
     keys: tuple[str, ...]  # as written in the scenario (never written out)
     key_pseudonyms: tuple[str, ...]
-    key_valid: np.ndarray  # bool: one of the account's keys
+    key_valid: np.ndarray  # bool: one of an account's keys
+    key_account: np.ndarray  # int16 index into the scenario's account_list; -1: no account
     regions: tuple[str, ...]
     region_rtt_s: np.ndarray
     sources: tuple[str, ...]
@@ -147,23 +148,34 @@ class RequestDrawer:
 
 
 def build_tables(loaded: LoadedScenario, extra_methods: dict | None = None,
-                 trace_keys: list[str] = ()) -> Tables:
-    """Lookup tables for the scenario's methods, keys, regions and sources."""
+                 trace_keys: list[str] = (), trace_key_owner: dict[str, str] | None = None
+                 ) -> Tables:
+    """Lookup tables for the scenario's methods, keys, regions and sources.
+
+    ``trace_key_owner`` maps a recorded key to the scenario key of the source replaying
+    it: the recorded key belongs to that key's account (the first account otherwise).
+    """
     sc = loaded.scenario
     all_methods = {**sc.methods, **(extra_methods or {})}
     # Websocket stream paths are methods of the Streams / Search API (handshake rows).
     methods = tuple(all_methods) + STREAM_NAMES
     apis = [all_methods[m].api for m in all_methods] + [STREAM_API[n] for n in STREAM_NAMES]
-    keys = tuple(dict.fromkeys([*sc.account.keys, *(s.key for s in sc.sources),
+    account_keys = [k for a in sc.account_list for k in a.keys]
+    keys = tuple(dict.fromkeys([*account_keys, *(s.key for s in sc.sources),
                                 *(c.key for c in sc.streams), *trace_keys]))
-    # Keys recorded in a trace were accepted when recorded: they are the account's.
-    account = set(sc.account.keys) | set(trace_keys)
+    # Keys recorded in a trace were accepted when recorded: they are an account's.
+    owner = {k: i for i, a in enumerate(sc.account_list) for k in a.keys}
+    for k in trace_keys:
+        if k not in owner:
+            owner[k] = owner.get((trace_key_owner or {}).get(k), 0)
+    key_account = np.array([owner.get(k, -1) for k in keys], dtype=np.int16)
     return Tables(
         methods=methods,
         method_api=np.array([APIS.index(a) for a in apis], dtype=np.int8),
         keys=keys,
         key_pseudonyms=tuple(pseudonym(k) for k in keys),
-        key_valid=np.array([k in account for k in keys]),
+        key_valid=key_account >= 0,
+        key_account=key_account,
         regions=tuple(r.name for r in sc.regions),
         region_rtt_s=np.array([r.rtt_ms / 1000.0 for r in sc.regions]),
         sources=tuple(s.name for s in sc.sources) + tuple(c.name for c in sc.streams),
@@ -185,7 +197,8 @@ def build_plan(loaded: LoadedScenario) -> Plan:
     traces = {i: load_source_trace(src, i, loaded, notes) for i, src in enumerate(sc.sources)
               if src.trace is not None}
     extra = extra_methods(list(traces.values()), set(sc.methods))
-    tables = build_tables(loaded, extra, trace_keys(list(traces.values())))
+    owners = {k: sc.sources[i].key for i, rt in traces.items() for k in trace_keys([rt])}
+    tables = build_tables(loaded, extra, trace_keys(list(traces.values())), owners)
     parts: list[tuple[np.ndarray, ...]] = []
     closed: list[int] = []
     for i, src in enumerate(sc.sources):
