@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_calibrate import calibrate_command
 from .cli_live import drive, serve
 from .cli_regression import COMMANDS as REGRESSION_COMMANDS
 from .cli_sweep import headroom, sweep
@@ -201,6 +202,7 @@ def validate(scenario, overrides, max_requests):
 
 
 main.add_command(trace)
+main.add_command(calibrate_command)
 main.add_command(sweep)
 main.add_command(headroom)
 main.add_command(serve)

@@ -161,6 +161,8 @@ def _limiter_settings(sc) -> dict:
     settings = sc.limiter.model_dump()
     if settings["kind"] == "fixed-window":
         del settings["kind"]
+    if settings["alignment"] != "utc":  # likewise: the phase is recorded only where read
+        del settings["phase_s"]
     return settings
 
 

@@ -125,7 +125,7 @@ arrival = {{ process = "poisson", {arrival_key} = {rate} }}
     (_scenario(rate="-2"), "sources[0].arrival.rate", "greater than or equal to 0"),
     (_scenario(tiers='["Gold"]'), "tiers[0]", "unknown tier 'Gold'"),
     (_scenario(extra="[limiter]\nalignment = \"sliding\""), "limiter.alignment",
-     "'epoch' or 'first-hit'"),
+     "'epoch', 'first-hit' or 'utc'"),
     ("duraton = 5\n" + _scenario(), "duraton", "did you mean 'duration'"),
     (_scenario() + "\nmix = { svc_call = 1 }\nfoo = 1\n", "sources[0].foo", "unknown key 'foo'"),
 ])

@@ -25,11 +25,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim.config",),
     ("sim.policy",),
     ("sim.workload", "sim.traces"),
-    ("sim.model",),
+    ("sim.model", "sim.calibration"),
     ("sim.metrics", "sim.account_metrics", "sim.runner", "sim.records"),
     ("sim.report",),
     ("sim.api", "sim.cli", "sim.cli_trace", "sim.cli_sweep", "sim.jobs", "sim.regression",
-     "sim.cli_regression", "sim.live", "sim.compare_traces", "sim.cli_live"),
+     "sim.cli_regression", "sim.live", "sim.compare_traces", "sim.cli_live",
+     "sim.calibration.report", "sim.cli_calibrate"),
 ]
 
 

@@ -192,8 +192,9 @@ def test_round_trip_of_the_parquet_sample(tmp_path, monkeypatch):
     rows = read(out)
     assert report.rows == n and Counter(r["method"] for r in rows) == methods
     assert sizing_of(rows) == sizing
-    # sample.parquet predates the optional notification column; nothing in it is one
+    # sample.parquet predates the optional notification and retry_after_s columns
     assert all(r.pop("notification") is None for r in rows)
+    assert all(r.pop("retry_after_s") is None for r in rows)
     assert rows == read(SAMPLES / "sample.parquet")
     with open(SAMPLES / "sample.csv", newline="") as fh:
         src = list(csv.DictReader(fh))

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..vocabulary import APIS, SIZE_METHOD
+from ..vocabulary import APIS, SIZE_METHOD, WINDOW_S
 from .arrivals import ArrivalProcess
 from .check import CheckSettings
 from .distributions import Beta, Distribution, IntUniform, LogNormal
@@ -232,11 +232,23 @@ def _default_methods() -> dict[str, Method]:
 
 class LimiterSettings(Strict):
     """Which limiter policy (``kind``; :data:`sim.policy.limiters.LIMITERS`), its window
-    alignment and refund policy."""
+    alignment and refund policy.
+
+    ``alignment = "utc"`` puts windows on the service's own clock: they start where the
+    UTC clock reads ``phase_s`` plus a multiple of 12 s (``capsim calibrate`` estimates
+    ``phase_s`` from a recorded trace); ``phase_s`` is only read with that alignment.
+    """
 
     kind: Literal["fixed-window"] = "fixed-window"
-    alignment: Literal["epoch", "first-hit"] = "epoch"
+    alignment: Literal["epoch", "first-hit", "utc"] = "epoch"
     refund_to: Literal["origin-window", "current-window"] = "origin-window"
+    phase_s: FiniteFloat = Field(default=0.0, ge=0, lt=WINDOW_S)
+
+    @model_validator(mode="after")
+    def _phase_needs_utc(self) -> LimiterSettings:
+        if self.phase_s and self.alignment != "utc":
+            raise ValueError('phase_s needs alignment = "utc"')
+        return self
 
 
 class Slo(Strict):

@@ -68,8 +68,8 @@ class TierResult:
     """What one tier's run produced (columnar), before metrics are computed.
 
     The attempt and request rows live in their sinks (in memory, or a Parquet spool
-    file); :attr:`attempts` and :attr:`requests` read them whole. ``minutes`` and ``refused_handshakes`` are the running
-    aggregates the plots use (:class:`~sim.model.aggregates.MinuteOutcomes`).
+    file); :attr:`attempts` and :attr:`requests` read them whole. ``minutes`` and
+    ``refused_handshakes`` are the running aggregates the plots use (:class:`~sim.model.aggregates.MinuteOutcomes`).
     """
 
     tier: Tier

@@ -15,7 +15,11 @@ Rules (spec 8.1, 8.2, 7):
 
 * One budget per account; every key, API and region draws on the same limiter.
 * ``epoch`` windows start at multiples of ``window_s`` from simulation time 0;
-  ``first-hit`` windows start at the first billed reservation after the previous expired.
+  ``first-hit`` windows start at the first billed reservation after the previous expired;
+  ``utc`` windows start where the UTC clock reads ``phase_s`` plus a multiple of
+  ``window_s`` (the service's own grid, ``window_s`` dividing a day): at simulation time
+  ``t`` the clock reads ``t + day_offset_s`` (mod one day). With ``phase_s = 5`` and
+  ``day_offset_s = 0``, windows are ``[-7, 5)``, ``[5, 17)``, ... of simulation time.
 * A billed action reserves its cost at admission. It is admitted when the window's
   counter plus the cost fits the budget; otherwise it is throttled and holds nothing.
   A cost that can never fit (> budget) is ``OVERSIZED``.
@@ -93,13 +97,16 @@ class CULimiter:
     window_s:
         Window length; the spec fixes 12 s.
     alignment:
-        ``"epoch"`` or ``"first-hit"``.
+        ``"epoch"``, ``"first-hit"`` or ``"utc"``.
     refund_to:
         ``"origin-window"`` or ``"current-window"``.
     daily_allowance_cu:
         Included CU per UTC day, or ``None`` for no daily limit.
     day_offset_s:
         Seconds since 00:00 UTC at simulation time 0.
+    phase_s:
+        With ``"utc"`` alignment: where the windows start on the UTC clock, in
+        ``[0, window_s)`` seconds after a multiple of ``window_s`` since 00:00 UTC.
     """
 
     def __init__(
@@ -111,9 +118,11 @@ class CULimiter:
         refund_to: str = "origin-window",
         daily_allowance_cu: float | None = None,
         day_offset_s: float = 0.0,
+        phase_s: float = 0.0,
     ) -> None:
-        if alignment not in ("epoch", "first-hit"):
-            raise ValueError(f"alignment must be 'epoch' or 'first-hit', not {alignment!r}")
+        if alignment not in ("epoch", "first-hit", "utc"):
+            raise ValueError("alignment must be 'epoch', 'first-hit' or 'utc', "
+                             f"not {alignment!r}")
         if refund_to not in ("origin-window", "current-window"):
             raise ValueError("refund_to must be 'origin-window' or 'current-window', "
                              f"not {refund_to!r}")
@@ -126,7 +135,18 @@ class CULimiter:
         self.daily_allowance_cu = daily_allowance_cu
         self.day_offset_s = float(day_offset_s)
         self._limit = self.budget_cu * (1 + _EPS)
-        self._epoch = alignment == "epoch"
+        self._epoch = alignment in ("epoch", "utc")
+        # Simulation time + _shift is a multiple of window_s exactly at a window start.
+        self._shift = 0.0
+        if alignment == "utc":
+            if not 0.0 <= phase_s < window_s:
+                raise ValueError("phase_s must be in [0, window_s)")
+            if (DAY_S / window_s) % 1:
+                raise ValueError("utc alignment needs a window_s that divides a day")
+            self._shift = (day_offset_s - phase_s) % window_s
+            if self._shift >= window_s:  # a phase below float resolution rounds to w
+                self._shift = 0.0
+        self.phase_s = float(phase_s)
         self._origin = refund_to == "origin-window"
 
         # The current window: its id (position in the stats lists), start and counter.
@@ -154,11 +174,10 @@ class CULimiter:
 
     # -- windows ---------------------------------------------------------------------
 
-    def _open_window(self, start: float) -> None:
+    def _open_window(self, start: float, wid: int = -1) -> None:
         if self._epoch:
-            wid = int(start // self.window_s)
             while len(self._w_start) <= wid:  # idle windows in between get empty rows
-                self._append_window(len(self._w_start) * self.window_s)
+                self._append_window(len(self._w_start) * self.window_s - self._shift)
         else:
             wid = len(self._w_start)
             self._append_window(start)
@@ -182,7 +201,11 @@ class CULimiter:
         if now < self._end:
             return True
         if self._epoch:
-            self._open_window(math.floor(now / self.window_s) * self.window_s)
+            w = self.window_s
+            # now >= _end: a later window, even where rounding puts now + _shift a hair
+            # below the boundary the current window's end was computed from
+            k = max(math.floor((now + self._shift) / w), self.wid + 1)
+            self._open_window(k * w - self._shift, k)
             return True
         return False
 
@@ -283,7 +306,8 @@ class CULimiter:
     def retry_after(self, now: float) -> int:
         """Whole seconds (ceil, at least 1) from ``now`` to the start of the next window."""
         if self._epoch:
-            next_start = (math.floor(now / self.window_s) + 1) * self.window_s
+            w = self.window_s
+            next_start = (math.floor((now + self._shift) / w) + 1) * w - self._shift
         else:
             next_start = self._end if now < self._end else now
         wait = max(1, math.ceil(next_start - now))

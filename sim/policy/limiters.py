@@ -47,7 +47,8 @@ LimiterFactory = Callable[..., Limiter]
 
 LIMITERS: dict[str, LimiterFactory] = {
     "fixed-window": lambda budget_cu, settings, **kw: CULimiter(
-        budget_cu, alignment=settings.alignment, refund_to=settings.refund_to, **kw),
+        budget_cu, alignment=settings.alignment, refund_to=settings.refund_to,
+        phase_s=settings.phase_s, **kw),
 }
 """``[limiter] kind`` -> a factory ``(budget_cu, settings, daily_allowance_cu=...,
 day_offset_s=...)``."""

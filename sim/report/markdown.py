@@ -129,7 +129,9 @@ def render(summary: dict, plots: list[str]) -> str:
         f"- scenario file: `{_val(summary['scenario_file'])}`",
         f"- simulated: {summary['start']} for {summary['duration_s']:,.0f} s, "
         f"seed {summary['seed']}",
-        f"- limiter: windows aligned `{summary['limiter']['alignment']}`, refunds to "
+        f"- limiter: windows aligned `{summary['limiter']['alignment']}`"
+        + (f" (phase {summary['limiter'].get('phase_s', 0):g} s after the UTC 12-s grid)"
+           if summary['limiter']['alignment'] == "utc" else "") + ", refunds to "
         f"`{summary['limiter']['refund_to']}`",
         f"- SLO: throttle rate ≤ {slo['max_throttle_rate']:.2%}, failure rate ≤ "
         f"{slo['max_failure_rate']:.2%}, p99 latency ≤ {slo['p99_latency_ms']:,.0f} ms",

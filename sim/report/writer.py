@@ -9,6 +9,7 @@ Which folders may be replaced, the lock and the swap are :mod:`sim.report.folder
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from ..records import PARQUET_OPTIONS
@@ -42,6 +43,20 @@ def write_report(output: RunOutput, out_dir: str | Path,
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    return Path(out_dir)
+
+
+def write_folder(out_dir: str | Path, fill: Callable[[Path], None]) -> Path:
+    """Claim ``out_dir``, let ``fill`` write the files into a staging folder, then swap
+    it in (replaced whole, atomically, as :func:`write_report`); returns the folder."""
+    with ReportFolder(out_dir) as folder:
+        staging = folder.staging()
+        try:
+            fill(staging)
+            folder.replace_with(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return Path(out_dir)
 
 

@@ -46,8 +46,10 @@ Time is ``startedDateTime``; ``latency_ms`` is the entry's ``time`` (absent when
 negative); status is ``response.status`` (absent when 0, i.e. no response), or, for
 JSON-RPC, the ``error.code`` of the matching reply object in ``response.content.text``
 (matched by ``id`` in a batch; a single error object answers every element;
-notifications get no reply). The row's key is the first of: ``X-Api-Key``,
-``Authorization``, URL userinfo, a key-named query parameter, a credential path
+notifications get no reply); ``retry_after_s`` is the response's ``Retry-After``
+header (delta-seconds, or an HTTP date counted from ``startedDateTime``). The row's key
+is the first of: ``X-Api-Key``, ``Authorization``, URL userinfo, a key-named query
+parameter, a credential path
 segment. Region: the first host name label, from the left, that looks like a regional
 endpoint name - a geographic prefix (``us``, ``eu``, ``ap``, ``sa``, ``ca``, ``me``,
 ``af``, ``il``, ``cn``, ``mx``, ``uk``, ``au``, ``jp``, ``in``, ``sg``, ``de``, ``fr``,
@@ -59,6 +61,7 @@ overrides either way). Locations are written ``log.entries[i]`` (0-based).
 from __future__ import annotations
 
 import base64
+import email.utils
 import json
 import re
 from collections.abc import Iterator
@@ -404,7 +407,8 @@ def entry_rows(entry: Any, ctx: HarContext) -> list[dict] | str:
     codes = _reply_codes(entry) if rows[0]["api"] == RPC else None
     key = _pick_key(headers, u.keys)
     common = {"time_ns": time_ns, "key": key, "region": region_from_host(u.host),
-              "latency_ms": _number(entry.get("time"))}
+              "latency_ms": _number(entry.get("time")),
+              "retry_after_s": _retry_after(resp, time_ns)}
     out = []
     for row in rows:
         ident = row.pop("_id", None)
@@ -413,6 +417,27 @@ def entry_rows(entry: Any, ctx: HarContext) -> list[dict] | str:
             code = codes[_NO_ID] if _NO_ID in codes else codes.get(ident)
         out.append({**common, **row, "status": code if code is not None else status})
     return out
+
+
+def _retry_after(resp: Any, time_ns: int) -> float | None:
+    """The response's ``Retry-After`` in seconds: delta-seconds, or an HTTP date counted
+    from the request's start; None when absent."""
+    if not isinstance(resp, dict) or not isinstance(resp.get("headers"), list):
+        return None
+    for h in resp["headers"]:
+        if isinstance(h, dict) and str(h.get("name", "")).lower() == "retry-after":
+            value = str(h.get("value", "")).strip()
+            if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", value):
+                return float(value)
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                when = None
+            if when is None or when.tzinfo is None:
+                raise EntryError("retry_after", "response.headers.Retry-After",
+                                 "expected seconds or an HTTP date")
+            return max(0.0, when.timestamp() - time_ns / 1e9)
+    return None
 
 
 def read_har(path: str, file: str, problems: Problems, chunk_rows: int,

@@ -6,7 +6,8 @@ Line grammar (one line = one request; tokens separated by one or more spaces)::
     timestamp = ISO-8601 date-time without spaces ("2024-05-01T12:00:00.25Z")
               / epoch seconds ("1714564800.25")
     token     = name "=" value          ; value has no spaces; each name at most once
-    name      = "key" / "region" / "status" / "latency_ms" / "gas_used" / "cu"
+    name      = "key" / "region" / "status" / "latency_ms" / "gas_used" / "cu" /
+                "retry_after"      ; Retry-After seconds, stored as retry_after_s
     body      = JSON text, the rest of the line, starting with "{" or "["
 
 Blank lines and lines whose first non-space character is ``#`` are ignored (and
@@ -33,7 +34,7 @@ from .redaction import key_problem
 from .schema import RPC, SEARCH, SIZE_METHOD
 from .timeparse import TIME_RANGE_TEXT, parse_time_text
 
-TOKEN_NAMES = ("key", "region", "status", "latency_ms", "gas_used", "cu")
+TOKEN_NAMES = ("key", "region", "status", "latency_ms", "gas_used", "cu", "retry_after")
 GRAMMAR = "expected `<timestamp> [key=K] [region=R] [status=S] ... <JSON body>`"
 _INT = re.compile(r"[+-]?[0-9]{1,18}")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
@@ -92,13 +93,14 @@ def _token_values(tokens: dict[str, str]) -> dict:
         if not _INT.fullmatch(value) or int(value) < 0:
             raise LineError("gas_used", "gas_used", "expected a non-negative integer")
         row["gas_used"] = int(value)
-    for name in ("latency_ms", "cu"):
+    for name, column in (("latency_ms", "latency_ms"), ("cu", "cu"),
+                         ("retry_after", "retry_after_s")):
         if name in tokens:
             value = tokens[name]
             number = float(value) if _FLOAT.fullmatch(value) else -1.0
             if not math.isfinite(number) or number < 0:
                 raise LineError(name, name, "expected a finite non-negative number")
-            row[name] = number
+            row[column] = number
     return row
 
 

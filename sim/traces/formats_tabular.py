@@ -183,7 +183,8 @@ def read_csv(path: str, file: str, problems: Problems, chunk_rows: int,
 
 # -- JSONL -------------------------------------------------------------------------------
 
-NUMERIC_ROLES = frozenset({"time_ns", "items", "gas_used", "cu", "status", "latency_ms"})
+NUMERIC_ROLES = frozenset({"time_ns", "items", "gas_used", "cu", "status", "latency_ms",
+                           "retry_after_s"})
 TEXT_ROLES = frozenset({"api", "method", "key", "region", "profiles", "body_hash"})
 
 
@@ -272,6 +273,7 @@ _PARQUET_TYPES = {
     "status": ("an integer column", ("int", "float")),
     "cu": ("a numeric column", ("int", "float")),
     "latency_ms": ("a numeric column", ("int", "float")),
+    "retry_after_s": ("a numeric column", ("int", "float")),
 }
 
 

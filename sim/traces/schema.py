@@ -43,6 +43,8 @@ column            Arrow type                   null   meaning
                                                       ``id``: the server sends no reply);
                                                       optional when reading (traces written
                                                       before it existed lack it)
+``retry_after_s`` float64                      yes    the ``Retry-After`` the service sent
+                                                      (seconds, >= 0); optional when reading
 ================  ===========================  =====  =====================================
 
 File-level key-value metadata: ``capsim.trace_version = "1"`` and
@@ -98,9 +100,10 @@ SCHEMA = pa.schema([
     pa.field("latency_ms", pa.float64()),
     pa.field("body_hash", pa.string()),
     pa.field("notification", pa.bool_()),
+    pa.field("retry_after_s", pa.float64()),
 ])
 COLUMNS = tuple(SCHEMA.names)
-OPTIONAL_COLUMNS = ("notification",)
+OPTIONAL_COLUMNS = ("notification", "retry_after_s")
 REQUIRED = ("time_ns", "api", "method", "key")
 
 

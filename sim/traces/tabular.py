@@ -17,7 +17,8 @@ order. Accepted spellings:
   32-bit integer (HTTP status or JSON-RPC error code); ``cu``, ``latency_ms``: finite
   non-negative numbers; ``profiles``: comma-separated non-empty names, as many as
   ``items`` (``items`` is taken from ``profiles`` when missing); ``body_hash``: 16 to
-  64 hex digits, stored as the first 16 in lower case.
+  64 hex digits, stored as the first 16 in lower case; ``retry_after_s`` /
+  ``retry_after``: the ``Retry-After`` seconds, a finite non-negative number.
 
 Rows whose every column is empty are blank lines, counted as ignored, not invalid.
 """
@@ -48,6 +49,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "cu": ("cu",),
     "status": ("status",),
     "latency_ms": ("latency_ms",),
+    "retry_after_s": ("retry_after_s", "retry_after"),
     "body_hash": ("body_hash",),
 }
 ROLE_OF = {alias: role for role, names in ALIASES.items() for alias in names}
@@ -77,6 +79,7 @@ MESSAGES = {
     "cu": "expected a finite non-negative number",
     "status": "expected an integer (HTTP status or JSON-RPC error code)",
     "latency_ms": "expected a finite non-negative number",
+    "retry_after_s": "expected seconds, a finite non-negative number",
     "body_hash": "expected 16 to 64 hex digits",
     "encoding": "expected UTF-8 text",
 }
@@ -327,6 +330,7 @@ def normalize(raw: dict[str, pa.Array], labels: dict[str, str], lines: np.ndarra
     cu, cu_ok = ch.number("cu")
     status, status_ok = ch.integer("status", -(2**31), INT32_MAX)
     latency, latency_ok = ch.number("latency_ms")
+    retry_after, retry_after_ok = ch.number("retry_after_s")
     body_hash, _ = ch.string("body_hash", _HASH_RE)
 
     n_profiles = np.zeros(n, dtype=np.int64)
@@ -355,7 +359,7 @@ def normalize(raw: dict[str, pa.Array], labels: dict[str, str], lines: np.ndarra
             checks.append((role, labels[role], MESSAGES[role], ch.bad[role]))
     if count_bad.any():
         checks.append(("profiles", labels["profiles"], MESSAGES["profiles_count"], count_bad))
-    for role in ("gas_used", "cu", "status", "latency_ms", "body_hash"):
+    for role in ("gas_used", "cu", "status", "latency_ms", "retry_after_s", "body_hash"):
         if role in ch.bad:
             checks.append((role, labels[role], MESSAGES[role], ch.bad[role]))
 
@@ -388,5 +392,6 @@ def normalize(raw: dict[str, pa.Array], labels: dict[str, str], lines: np.ndarra
         "cu": opt(cu, cu_ok, pa.float64()),
         "status": opt(status, status_ok, pa.int32()),
         "latency_ms": opt(latency, latency_ok, pa.float64()),
+        "retry_after_s": opt(retry_after, retry_after_ok, pa.float64()),
         "body_hash": hashes,
     }

@@ -1,0 +1,13 @@
+"""Calibration: replay recorded traffic as it happened, compare with what the service
+answered, estimate the window phase and fit the prices the spec does not show.
+
+``predict_as_recorded(trace, tier, pricing, limiter_settings)`` is the shared replay
+(the live emulator's comparison calls it too); :func:`calibrate` does the rest.
+"""
+
+from .calibrate import FITS, Calibration, PriceFit, calibrate
+from .recorded import CLASSES, outcome_class
+from .replay import Prediction, predict_as_recorded
+
+__all__ = ["CLASSES", "FITS", "Calibration", "Prediction", "PriceFit", "calibrate",
+           "outcome_class", "predict_as_recorded"]
