@@ -69,7 +69,8 @@ class TierResult:
 
     The attempt and request rows live in their sinks (in memory, or a Parquet spool
     file); :attr:`attempts` and :attr:`requests` read them whole. ``minutes`` and
-    ``refused_handshakes`` are the running aggregates the plots use (:class:`~sim.model.aggregates.MinuteOutcomes`).
+    ``refused_handshakes`` are the running aggregates the plots use
+    (:class:`~sim.model.aggregates.MinuteOutcomes`).
     """
 
     tier: Tier
