@@ -30,9 +30,7 @@ def _pricing(path: str | None) -> Pricing:
     try:
         return Pricing.model_validate(table)
     except ValidationError as err:
-        first = err.errors()[0]
-        raise CapsimError(first["msg"], file=path,
-                          field=".".join(str(x) for x in first["loc"])) from None
+        raise CapsimError.from_validation(err, path) from None
 
 
 @click.command("calibrate", short_help="Replay a recorded trace, compare outcomes, fit prices.")

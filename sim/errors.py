@@ -40,6 +40,14 @@ class CapsimError(Exception):
         self.field = field
         super().__init__(self.render())
 
+    @classmethod
+    def from_validation(cls, err, file: str | None, suffix: str = "") -> CapsimError:
+        """The first error of a pydantic ``ValidationError`` as a CapsimError naming the
+        file and the field's dotted path (``suffix`` is appended to the message)."""
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return cls(first["msg"] + suffix, file=file, field=where or None)
+
     def render(self) -> str:
         """``file:line: field: message`` with the parts that are known."""
         where = []

@@ -276,10 +276,8 @@ class RunSummary(_Frozen):
         try:
             return cls.model_validate(data)
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise CapsimError(f"{first['msg']} (not a valid capsim summary)", file=file,
-                              field=where or None) from None
+            raise CapsimError.from_validation(err, file, " (not a valid capsim summary)") \
+                from None
 
 
 def load_summary(path: str | Path) -> RunSummary:

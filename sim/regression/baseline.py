@@ -214,10 +214,7 @@ def parse_baseline(text: str, *, file: str | None = None) -> Baseline:
     try:
         return Baseline.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise CapsimError(f"{first['msg']} (not a valid capsim baseline)", file=file,
-                          field=where or None) from None
+        raise CapsimError.from_validation(err, file, " (not a valid capsim baseline)") from None
 
 
 def load_baseline(path: str | Path) -> Baseline:
