@@ -25,6 +25,7 @@ import numpy as np
 from ..config.websockets import StreamClient
 from ..rng import stream as named_stream
 from ..vocabulary import MONITORING, MONITORING_PATH, SEARCH, STREAM_API, STREAMS
+from ..workload.arrivals import arrival_times
 from .certs import HOSTNAMES
 
 HANDSHAKE_OUTCOME = {101: "ok", 435: "435", 434: "ws_cu_rejected", 401: "401", 402: "402"}
@@ -229,8 +230,8 @@ class StreamDriver:
         d, clock = self.drive, self.drive.clock
         seed = d.scenario.seed
         base = ("ws", "client", c.name)
-        times = c.arrival.times(named_stream(seed, *base, "arrival"), d.scenario.duration_s,
-                                d.scenario.day_offset_s)
+        times = arrival_times(c.arrival, named_stream(seed, *base, "arrival"),
+                             d.scenario.duration_s, d.scenario.day_offset_s)
         lengths = c.session.sample(named_stream(seed, *base, "session"), times.size)
 
         async def session(rid: int, t: float, length: float) -> None:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..config.arrivals import arrival_times
 from ..config.scenario import Scenario, Source
 from ..policy.pricing import Pricing
 from ..policy.resolved import LoadedScenario
@@ -23,6 +22,7 @@ from ..policy.tiers import APIS
 from ..redact import pseudonym
 from ..rng import stream
 from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES
+from .arrivals import arrival_times
 from .load import load_note, scale_scenario
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
