@@ -39,7 +39,6 @@ from .transport import QUEUED, REFUSED, ClientPool
 from .websockets import Websockets
 
 FEED_HORIZON_S = 1.0
-_FEED_BLOCK = 4096
 _NAN = math.nan
 
 
@@ -182,7 +181,7 @@ class TierRun:
             self._retry_codes.append(frozenset(rc.OUTCOMES.index(o) for o in client.retry.retry_on
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)
-        self._next_rid = len(plan.demand)
+        self._next_rid = plan.open_count
         # A source's connections count against its key's account (the first for a key of
         # no account: its requests get 401 all the same).
         self._source_account = [max(0, self._key_account[t.keys.index(src.key)])
@@ -261,21 +260,23 @@ class TierRun:
 
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
-        d, env = self.plan.demand, self.env
+        env = self.env
         half_rtt, send, deciders = self._half_rtt, self._send_event, self._deciders
-        n, i, next_report = len(d), 0, 0.0
-        base, cols = 0, None
-        while i < n:
+        blocks = self.plan.demand_blocks()
+        i, j, next_report = 0, 0, 0.0
+        t = []
+        while True:
             until = env.now + FEED_HORIZON_S
-            while i < n:
-                j = i - base
-                if cols is None or j == len(cols[0]):
+            while True:
+                if j == len(t):
                     # Python values for the next block only: memory stays flat in run length.
-                    base, j = i, 0
-                    cols = [c[i:i + _FEED_BLOCK].tolist() for c in
-                            (d.t, d.source, d.method, d.key, d.region, d.items, d.reserve,
-                             d.actual, d.service_s)]
-                    t, source, method, key, region, items, reserve, actual, service = cols
+                    d = next(blocks, None)
+                    if d is None:
+                        return
+                    j = 0
+                    t, source, method, key, region, items, reserve, actual, service = (
+                        c.tolist() for c in (d.t, d.source, d.method, d.key, d.region, d.items,
+                                             d.reserve, d.actual, d.service_s))
                 if t[j] >= until:
                     break
                 h = half_rtt[region[j]]
@@ -284,11 +285,11 @@ class TierRun:
                 deciders[r.source].on_request()
                 env.timeout(t[j] - env.now, r).callbacks.append(send)
                 i += 1
+                j += 1
             if self.progress and env.now >= next_report:
                 self.progress(env.now)
                 next_report = env.now + 60.0
-            if i < n:
-                yield env.timeout(max(until, math.floor(t[i - base])) - env.now)
+            yield env.timeout(max(until, math.floor(t[j])) - env.now)
 
     def _worker(self, src_idx: int, worker: int):
         """Closed loop: send, wait for the final outcome, think, repeat until the end."""
