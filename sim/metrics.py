@@ -38,9 +38,41 @@ from .workload.demand import Plan
 
 _THROTTLES = np.array(rc.THROTTLES)
 
+#: Points of a tier's latency table (:func:`latency_table`): 64 KiB a tier.
+LATENCY_POINTS = 8192
+
 
 def _r(x: float, nd: int = 6) -> float:
     return float(round(float(x), nd))
+
+
+def success_latencies_ms(result: TierResult) -> np.ndarray:
+    """End-to-end latency (ms) of each logical request of the tier that succeeded."""
+    q = result.request_sink.read(["outcome", "t_first", "t_end"])
+    ok = q["outcome"] == rc.OK
+    return (q["t_end"][ok] - q["t_first"][ok]) * 1000.0
+
+
+def latency_table(result: TierResult, points: int = LATENCY_POINTS) -> np.ndarray:
+    """The tier's latency CDF (successful requests, ms) in at most ``points`` numbers,
+    for the plot: :func:`ecdf_table` of :func:`success_latencies_ms`."""
+    return ecdf_table(success_latencies_ms(result), points)
+
+
+def ecdf_table(x: np.ndarray, points: int) -> np.ndarray:
+    """An empirical CDF in at most ``points`` numbers.
+
+    All of ``x``, sorted, when it has at most ``points`` values; else the order
+    statistics of rank ``ceil(k n / points)``, k = 1..points: the points of the empirical
+    CDF at heights k / points, so a line through ``(table[k-1], k / points)`` lies on
+    the exact CDF.
+    """
+    x = np.sort(np.asarray(x, dtype=float))
+    n = len(x)
+    if n <= points:
+        return x
+    ranks = -(-np.arange(1, points + 1, dtype=np.int64) * n // points)  # ceil(k n / points)
+    return x[ranks - 1]
 
 
 def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
@@ -49,14 +81,17 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
     # Only the columns the figures need, read whole so the sums keep numpy's order.
     a = result.attempt_sink.read(["outcome", "phantom", "cu_reserved", "cu_settled",
                                   "method", "stream_wait_s"])
-    q = result.request_sink.read(["outcome", "t_first", "t_end"])
-    n_att, n_req = len(a["outcome"]), len(q["outcome"])
+    req_outcome = result.request_sink.read(["outcome"])["outcome"]
+    n_att, n_req = len(a["outcome"]), len(req_outcome)
     counts = np.bincount(a["outcome"], minlength=len(rc.OUTCOMES))
     throttled = int(np.isin(a["outcome"], _THROTTLES).sum())
-    ok_req = q["outcome"] == rc.OK
-    latency = (q["t_end"][ok_req] - q["t_first"][ok_req]) * 1000.0
+    req_counts = np.bincount(req_outcome, minlength=len(rc.OUTCOMES))
+    n_ok = int(req_counts[rc.OK])
+    del req_outcome
+    latency = success_latencies_ms(result)
     pct = np.percentile(latency, [50, 95, 99]) if len(latency) else [None] * 3
-    req_counts = np.bincount(q["outcome"], minlength=len(rc.OUTCOMES))
+    latency_mean = latency.mean() if len(latency) else None
+    del latency
     w = result.windows
     price = plan.loaded.pricing.for_tier(tier)
     daily_used = max(result.daily_used.values(), default=0.0)
@@ -75,12 +110,12 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
         "throttled": throttled,
         "throttle_rate": _r(throttled / n_att if n_att else 0.0),
         "phantom_throttles": int(a["phantom"].sum()),
-        "failure_rate": _r(1.0 - ok_req.sum() / n_req if n_req else 0.0),
+        "failure_rate": _r(1.0 - n_ok / n_req if n_req else 0.0),
         "latency_ms": {
             "p50": None if pct[0] is None else _r(pct[0], 3),
             "p95": None if pct[1] is None else _r(pct[1], 3),
             "p99": None if pct[2] is None else _r(pct[2], 3),
-            "mean": _r(latency.mean(), 3) if len(latency) else None,
+            "mean": None if latency_mean is None else _r(latency_mean, 3),
         },
         "cu": {
             "reserved": _r(a["cu_reserved"].sum()),
