@@ -159,8 +159,8 @@ def _dumps(value, indent: str) -> str:
 
 def summary_hash(summary: RunSummary) -> str:
     """A stand-in content hash for a bare summary (its provenance fields)."""
-    ident = {k: summary.to_dict()[k] for k in ("scenario", "scenario_file", "seed",
-                                                "start", "duration_s", "limiter", "slo")}
+    ident = summary.model_dump(mode="json", include={"scenario", "scenario_file", "seed",
+                                                     "start", "duration_s", "limiter", "slo"})
     return "summary:" + _digest(ident)
 
 
