@@ -48,6 +48,41 @@ class TierHeadroom:
     allowance_ran_out_at: str | None  # simulated time, when breaks_first is the allowance
     evaluations: int  # loads simulated for this tier
 
+    def describe(self) -> str:
+        """One line: "Tier: meets the SLO up to 3.4× today's load; at 3.6× p99 latency
+        breaks first"."""
+        if self.headroom is None:
+            return (f"{self.tier}: does not meet the SLO even at {self.next_load:.3g}× "
+                    f"today's load ({self._what()} breaks first)")
+        if self.capped:
+            return f"{self.tier}: meets the SLO up to at least {self.headroom:.3g}× today's load"
+        return (f"{self.tier}: meets the SLO up to {self.headroom:.3g}× today's load; at "
+                f"{self.next_load:.3g}× {self._what()} breaks first")
+
+    def _what(self) -> str:
+        if self.breaks_first == "daily_allowance":
+            return f"the daily allowance (runs out at {self.allowance_ran_out_at})"
+        return (self.breaks_first or "?").replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The headroom of a scenario's tiers and how it was searched."""
+
+    scenario: str
+    scenario_file: str
+    load: float  # the scenario's own load ("today's load", multiple 1)
+    replications: int
+    meets_means: str
+    tolerance: float
+    max_load: float
+    slo: dict[str, float]
+    tiers: tuple[TierHeadroom, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values (``capsim headroom --json``)."""
+        return asdict(self)
+
 
 @dataclass
 class _Search:
@@ -64,8 +99,8 @@ class _Search:
 def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
                   overrides: list[str] = (), replications: int = 1, max_load: float = 100.0,
                   min_load: float = 0.01, tolerance: float = 0.02,
-                  executor: Executor | None = None) -> dict[str, Any]:
-    """The headroom of each tier: ``{"tiers": [TierHeadroom as dict, ...], ...}``."""
+                  executor: Executor | None = None) -> Headroom:
+    """The headroom of each tier of ``scenario`` (see the module's docstring)."""
     from ..api import load_scenario
     from ..config.loader import builtin_scenario_text
 
@@ -95,18 +130,18 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
             results[spec.point].append(RunSummary.from_json(out).tiers[0])
         for i, s in enumerate(active):
             _step(s, results[i], max_load, min_load, tolerance)
-    return {
-        "scenario": sc.name,
-        "scenario_file": label,
-        "load": sc.load,
-        "replications": replications,
-        "meets_means": "every replication meets the SLO" if replications > 1
+    return Headroom(
+        scenario=sc.name,
+        scenario_file=label,
+        load=sc.load,
+        replications=replications,
+        meets_means="every replication meets the SLO" if replications > 1
         else "the run meets the SLO",
-        "tolerance": tolerance,
-        "max_load": max_load,
-        "slo": sc.slo.model_dump(),
-        "tiers": [asdict(_answer(s, sc.slo)) for s in searches],
-    }
+        tolerance=tolerance,
+        max_load=max_load,
+        slo=sc.slo.model_dump(),
+        tiers=tuple(_answer(s, sc.slo) for s in searches),
+    )
 
 
 def _step(s: _Search, runs: list[TierSummary], max_load: float, min_load: float,
@@ -163,22 +198,3 @@ def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
         return "throttle_rate", None, slo.max_throttle_rate, None
     _, name, worst, limit = max(candidates, key=lambda c: c[0])
     return name, (None if math.isinf(worst) else worst), limit, None
-
-
-def describe(entry: dict[str, Any]) -> str:
-    """One line: "Tier: meets the SLO up to 3.4× today's load; at 3.6× p99 latency breaks first"."""
-    tier = entry["tier"]
-    if entry["headroom"] is None:
-        return (f"{tier}: does not meet the SLO even at {entry['next_load']:.3g}× today's "
-                f"load ({_what(entry)} breaks first)")
-    if entry["capped"]:
-        return f"{tier}: meets the SLO up to at least {entry['headroom']:.3g}× today's load"
-    return (f"{tier}: meets the SLO up to {entry['headroom']:.3g}× today's load; at "
-            f"{entry['next_load']:.3g}× {_what(entry)} breaks first")
-
-
-def _what(entry: dict[str, Any]) -> str:
-    name = (entry["breaks_first"] or "?").replace("_", " ")
-    if entry["breaks_first"] == "daily_allowance":
-        return f"the daily allowance (runs out at {entry['allowance_ran_out_at']})"
-    return name
