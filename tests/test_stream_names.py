@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import sim.rng
+from sim.rng import stream as real_stream
 from sim.vocabulary import RANDOM_STREAMS, Rng
 
 SIM = Path(__file__).resolve().parent.parent / "sim"
@@ -129,9 +129,9 @@ def literal_words(path: Path) -> list[str]:
         if isinstance(node, ast.Assign):
             if any(isinstance(t, ast.Name) and t.id in spliced for t in node.targets):
                 bound.append(node.value)
-        elif isinstance(node, ast.comprehension | ast.For):
-            if isinstance(node.target, ast.Name) and node.target.id in spliced:
-                bound.append(node.iter)
+        elif (isinstance(node, ast.comprehension | ast.For)
+              and isinstance(node.target, ast.Name) and node.target.id in spliced):
+            bound.append(node.iter)
         for value in bound:
             found += [f"line {value.lineno}: {v!r}" for v in _literals(value)]
     return found
@@ -206,7 +206,7 @@ def drawn(tmp_path_factory):
     from sim.runner import run
 
     names: list[tuple] = []
-    real = sim.rng.stream
+    real = real_stream
 
     def recording(seed, *name):
         names.append(name)
