@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
-from .errors import CapsimError
+from .errors import CapsimError, read_user_text
 
 SCHEMA_VERSION = 1
 """Version of the ``summary.json`` layout; bumped when a key changes meaning or goes.
@@ -285,11 +285,5 @@ def load_summary(path: str | Path) -> RunSummary:
     p = Path(path)
     if p.is_dir():
         p = p / "summary.json"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CapsimError("no such file (expected a report folder or a summary.json)",
-                          file=str(p)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise CapsimError(f"cannot read it ({type(err).__name__})", file=str(p)) from None
+    text = read_user_text(p, "no such file (expected a report folder or a summary.json)")
     return RunSummary.from_json(text, file=str(p))

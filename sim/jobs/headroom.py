@@ -29,7 +29,7 @@ from ..rng import replication_seed
 from ..summary import RunSummary, TierSummary
 from .executors import Executor, SequentialExecutor
 from .run_one import simulate
-from .sweep_plan import RunSpec
+from .sweep_plan import RunSpec, scenario_source
 
 METRICS = ("throttle_rate", "failure_rate", "p99_latency", "daily_allowance")
 
@@ -102,7 +102,6 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
                   executor: Executor | None = None) -> Headroom:
     """The headroom of each tier of ``scenario`` (see the module's docstring)."""
     from ..api import load_scenario
-    from ..config.loader import builtin_scenario_text
 
     if not tolerance > 0:
         raise CapsimError("expected a relative tolerance > 0, e.g. 0.02", field="--tolerance")
@@ -112,8 +111,7 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
         raise CapsimError("expected at least 1", field="--replications")
     loaded = load_scenario(scenario, tiers=tiers, overrides=list(overrides))
     sc = loaded.scenario
-    label = str(scenario) if scenario is not None else "<built-in default scenario>"
-    text = builtin_scenario_text() if scenario is None else Path(scenario).read_text("utf-8")
+    label, text = scenario_source(scenario)
     searches = [_Search(t.name) for t in loaded.tiers]
     executor = executor or SequentialExecutor()
     while True:
