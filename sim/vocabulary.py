@@ -43,6 +43,13 @@ THROTTLES = (HTTP_434, RPC_32005, WS_CU)
 """Outcomes caused by the 12-second CU window."""
 HANDSHAKE_OUTCOMES = ("ok", "435", "ws_cu_rejected", "401", "402")
 """The outcomes a websocket handshake can have (a subset of :data:`OUTCOMES`)."""
+HTTP_STATUS_OUTCOME: dict[int, str] = {
+    200: "ok", 434: "434", -32005: "-32005", 402: "402", 401: "401", 413: "oversized",
+    421: "421", 430: "430", 435: "435"}
+"""The outcome an HTTP attempt's status (or, for a JSON-RPC error, its code) stands for."""
+HANDSHAKE_STATUS_OUTCOME: dict[int, str] = {
+    101: "ok", 435: "435", 434: "ws_cu_rejected", 401: "401", 402: "402"}
+"""The outcome a websocket handshake's status stands for (a CU refusal is answered 434)."""
 CLOSE_KINDS = ("clean", "unclean", "exhausted", "end")
 """How a websocket session ended: a clean close (planned session end or a clean drop),
 an unclean drop, closed by the service for CU exhaustion, still open at the end."""

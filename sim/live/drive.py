@@ -38,15 +38,11 @@ from ..policy.resolved import LoadedScenario
 from ..policy.retry import RetryDecider
 from ..rng import stream as named_stream
 from ..traces.bodies import canonical_hash
-from ..vocabulary import RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, WINDOW_S, Rng
+from ..vocabulary import HTTP_STATUS_OUTCOME, RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, WINDOW_S, Rng
 from ..workload.demand import RequestDrawer, build_plan
 from .certs import HOSTNAMES
 from .clock import ServiceClock
 from .record import DriveRecorder
-
-STATUS_OUTCOME = {200: "ok", 434: "434", -32005: "-32005", 402: "402", 401: "401",
-                  413: "oversized", 421: "421", 430: "430", 435: "435"}
-"""The outcome an HTTP attempt's recorded status stands for (others: ``other``)."""
 
 _WALL_TIMEOUT_S = 30.0
 _ADDRESS = "0x" + "11" * 20
@@ -349,7 +345,7 @@ class Driver:
         finally:
             if not source.reuse:
                 await client.aclose()
-        outcome = STATUS_OUTCOME.get(status, "other") if status is not None else "error"
+        outcome = HTTP_STATUS_OUTCOME.get(status, "other") if status is not None else "error"
         self.recorder.attempt(
             t_s=t_send, end_s=t_end, api=api, method=method, key=source.src.key,
             region=source.region, status=status, items=len(profiles) if profiles else None,

@@ -24,11 +24,16 @@ import numpy as np
 
 from ..config.websockets import StreamClient
 from ..rng import stream as named_stream
-from ..vocabulary import MONITORING, MONITORING_PATH, SEARCH, STREAM_API, STREAMS, Rng
+from ..vocabulary import (
+    HANDSHAKE_STATUS_OUTCOME,
+    MONITORING,
+    MONITORING_PATH,
+    SEARCH,
+    STREAM_API,
+    STREAMS,
+    Rng,
+)
 from .certs import HOSTNAMES
-
-HANDSHAKE_OUTCOME = {101: "ok", 435: "435", 434: "ws_cu_rejected", 401: "401", 402: "402"}
-"""The outcome a handshake's HTTP status stands for."""
 
 EXHAUSTED_CODE = 1013
 
@@ -97,7 +102,7 @@ class StreamDriver:
             status = None
             d.errors[type(err).__name__] += 1
         t_end = d.clock.now()
-        outcome = HANDSHAKE_OUTCOME.get(status, "other") if status is not None else "error"
+        outcome = HANDSHAKE_STATUS_OUTCOME.get(status, "other") if status is not None else "error"
         method = MONITORING_PATH if c.stream == MONITORING else c.stream
         d.recorder.attempt(
             t_s=t_send, end_s=t_end, api=api, method=method, key=c.key,

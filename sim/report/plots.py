@@ -30,7 +30,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..summary import RunSummary, SloSummary, TierSummary  # noqa: E402
-from ..vocabulary import WINDOW_S  # noqa: E402
+from ..vocabulary import OUTCOMES, WINDOW_S, WS_435, WS_CU  # noqa: E402
 
 _PNG_META = {"Software": None}
 
@@ -48,6 +48,8 @@ OUTCOME_COLOURS = {
     "ws_cu_rejected": "tab:purple",
 }
 _UNKNOWN = "black"
+_SLOT_OR_CU_REFUSALS = (OUTCOMES[WS_435], OUTCOMES[WS_CU])
+"""Handshakes refused for want of a slot or of CU, marked on the websocket plot."""
 
 #: Marks live in this band of the axes (axes fraction); data is kept below ``_DATA_TOP``.
 _STRIP = (0.92, 0.98)
@@ -141,8 +143,8 @@ def websocket_slots(ax, slots: pd.DataFrame, attempts: pd.DataFrame, tier: str,
                   label="stale slots", lw=0)
         ax.stairs(cap, t, baseline=None, color="black", ls="--", lw=1.0, label="cap")
         top = max(top, float(cap.max()), float((live + stale).max()))
-    a = attempts[(attempts["tier"] == tier) & attempts["outcome"].isin(["435", "ws_cu_rejected"])]
-    for outcome in ("435", "ws_cu_rejected"):
+    a = attempts[(attempts["tier"] == tier) & attempts["outcome"].isin(_SLOT_OR_CU_REFUSALS)]
+    for outcome in _SLOT_OR_CU_REFUSALS:
         _strip(ax, a.loc[a["outcome"] == outcome, "t_send_s"].to_numpy() / 60.0,
                OUTCOME_COLOURS[outcome], f"handshake refused: {outcome}")
     _headroom(ax, top)
