@@ -13,6 +13,8 @@ Imports only pydantic: reading a summary never pulls in SimPy, numpy or pandas.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
@@ -196,6 +198,27 @@ class SloSummary(_Frozen):
     max_throttle_rate: float
     max_failure_rate: float
     p99_latency_ms: float
+
+
+@dataclass(frozen=True)
+class SloCriterion:
+    """One criterion of the SLO: a tier's figure, at most the SLO's limit."""
+
+    name: str
+    limit_field: str  # the field of SloSummary (and of the scenario's [slo]) holding the limit
+    read: Callable[[TierSummary], float | None]  # None: undefined (no successful request)
+
+    def limit(self, slo: SloSummary) -> float:
+        """This criterion's limit in ``slo`` (a summary's, or a scenario's ``[slo]``)."""
+        return getattr(slo, self.limit_field)
+
+
+SLO_CRITERIA: tuple[SloCriterion, ...] = (
+    SloCriterion("throttle_rate", "max_throttle_rate", lambda t: t.throttle_rate),
+    SloCriterion("failure_rate", "max_failure_rate", lambda t: t.failure_rate),
+    SloCriterion("p99_latency", "p99_latency_ms", lambda t: t.latency_ms.p99),
+)
+"""What "meets the SLO" checks, in report order (the limits are :class:`SloSummary`'s)."""
 
 
 class Recommendation(_Frozen):

@@ -177,3 +177,16 @@ def test_the_readme_scenario_example_is_a_valid_scenario():
     loaded = validate(tomllib.loads(block), "README.md")
     assert [s.name for s in loaded.scenario.sources] == ["frontend", "indexer", "searcher"]
     assert loaded.scenario.ws.min_retry_s == 0.1
+
+
+# -- a report consumer ----------------------------------------------------------------------
+
+def test_the_slo_criteria_cover_every_limit_of_the_slo():
+    """Plots and the headroom search read the SLO through ``SLO_CRITERIA``: a limit added
+    to ``[slo]`` without a criterion would be written but never checked by them."""
+    from sim.config.scenario import Slo
+    from sim.summary import SLO_CRITERIA, SloSummary
+
+    limits = [c.limit_field for c in SLO_CRITERIA]
+    assert set(limits) == set(SloSummary.model_fields) == set(Slo.model_fields)
+    assert len(set(limits)) == len(limits)

@@ -26,12 +26,12 @@ from typing import Any
 
 from ..errors import CapsimError
 from ..rng import replication_seed
-from ..summary import RunSummary, TierSummary
+from ..summary import SLO_CRITERIA, RunSummary, TierSummary
 from .executors import Executor, SequentialExecutor
 from .run_one import simulate
 from .sweep_plan import RunSpec, scenario_source
 
-METRICS = ("throttle_rate", "failure_rate", "p99_latency", "daily_allowance")
+METRICS = (*(c.name for c in SLO_CRITERIA), "daily_allowance")
 
 
 @dataclass(frozen=True)
@@ -182,13 +182,10 @@ def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
     if ran_out and not ran_out_before:
         return "daily_allowance", None, None, ran_out[0]
     candidates = []
-    for name, limit, get in (
-        ("throttle_rate", slo.max_throttle_rate, lambda t: t.throttle_rate),
-        ("failure_rate", slo.max_failure_rate, lambda t: t.failure_rate),
-        ("p99_latency", slo.p99_latency_ms,
-         lambda t: math.inf if t.latency_ms.p99 is None else t.latency_ms.p99),
-    ):
-        worst = max(get(t) for t in failing)
+    for criterion in SLO_CRITERIA:
+        name, limit = criterion.name, criterion.limit(slo)
+        # Undefined (no successful request) is as bad as it gets.
+        worst = max(math.inf if (v := criterion.read(t)) is None else v for t in failing)
         if worst > limit:
             ratio = math.inf if limit == 0 else worst / limit
             candidates.append((ratio, name, worst, limit))

@@ -29,7 +29,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..summary import RunSummary, SloSummary, TierSummary  # noqa: E402
+from ..summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary  # noqa: E402
 from ..vocabulary import OUTCOMES, WINDOW_S, WS_435, WS_CU  # noqa: E402
 
 _PNG_META = {"Software": None}
@@ -207,11 +207,8 @@ def _order(tiers: Sequence[TierSummary]) -> list[TierSummary]:
                                         t.cu_per_window))
 
 
-_CRITERIA = (("throttle_rate", "throttle rate", "max_throttle_rate",
-              lambda t: t.throttle_rate),
-             ("failure_rate", "failure rate", "max_failure_rate", lambda t: t.failure_rate),
-             ("p99", "p99 latency (ms)", "p99_latency_ms", lambda t: t.latency_ms.p99))
-"""The SLO's criteria: panel key, axis label, the SLO field, how a tier's value is read."""
+_AXIS_LABELS = {"throttle_rate": "throttle rate", "failure_rate": "failure rate",
+                "p99_latency": "p99 latency (ms)"}
 
 
 def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
@@ -224,20 +221,21 @@ def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
     """
     tiers = _order(tiers)
     x = np.arange(len(tiers))
-    for ax, (key, title, slo_field, read) in zip(axes, _CRITERIA, strict=True):
-        limit = getattr(slo, slo_field)
-        values = [read(t) for t in tiers]
+    for ax, criterion in zip(axes, SLO_CRITERIA, strict=True):
+        title, limit = _AXIS_LABELS[criterion.name], criterion.limit(slo)
+        in_ms = criterion.limit_field.endswith("_ms")  # latency: a log axis in ms
+        values = [criterion.read(t) for t in tiers]
         ok = [v is not None and v <= limit for v in values]
         heights = [0.0 if v is None else v for v in values]
         ax.bar(x, heights, 0.6, color=["tab:green" if g else "tab:red" for g in ok])
         ax.axhline(limit, color="black", ls="--", lw=1.0)
         for xi, v, g in zip(x, values, ok, strict=True):
             text = ("no successful\nrequest" if v is None else
-                    f"{v:,.0f}" if key == "p99" else f"{v:.2%}" if v else "0")
+                    f"{v:,.0f}" if in_ms else f"{v:.2%}" if v else "0")
             ax.annotate(text, (xi, 0), xytext=(0, 2), textcoords="offset points",
                         xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6,
                         color="darkgreen" if g else "darkred", fontweight="bold")
-        if key == "p99":
+        if in_ms:
             ax.set_yscale("log")
             ax.set_ylim(min([v for v in values if v] + [limit]) / 3,
                         max([v for v in values if v] + [limit]) * 3)
@@ -248,7 +246,7 @@ def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
             ax.yaxis.set_major_formatter(FuncFormatter(_percent))
         ax.set_ylabel(title, fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.text(1.0, limit, f" SLO ≤ {limit:,.0f} ms" if key == "p99" else f" SLO ≤ {limit:.2%}",
+        ax.text(1.0, limit, f" SLO ≤ {limit:,.0f} ms" if in_ms else f" SLO ≤ {limit:.2%}",
                 transform=ax.get_yaxis_transform(), va="center", fontsize=7)
         if recommended in [t.tier for t in tiers]:
             ri = [t.tier for t in tiers].index(recommended)
