@@ -92,10 +92,10 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     doc = result.document
     click.echo(f"{len(plan.runs)} runs ({len(result.ran)} simulated now, "
                f"{len(plan.runs) - len(result.ran)} already in the folder)")
-    for p in doc["points"]:
-        label = ", ".join(f"{k}={v}" for k, v in p["values"].items()) or "scenario"
-        click.echo(f"{label} [{p['variant']}]: cheapest tier meeting the SLO: "
-                   f"{p['cheapest_meeting_slo'] or 'none'}")
+    for p in doc.points:
+        label = ", ".join(f"{k}={v}" for k, v in p.values.items()) or "scenario"
+        click.echo(f"{label} [{p.variant}]: cheapest tier meeting the SLO: "
+                   f"{p.cheapest_meeting_slo or 'none'}")
     for line in difference_lines(doc):
         click.echo(line)
     click.echo(f"report: {result.folder}/report.md")

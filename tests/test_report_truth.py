@@ -283,3 +283,24 @@ def test_plots_are_byte_stable(output, tmp_path):
         data = (tmp_path / "a" / png).read_bytes()
         assert data == (tmp_path / "b" / png).read_bytes(), png
         assert not re.search(rb"[Mm]atplotlib", data)  # no software/version metadata
+
+
+# -- the reports read the typed summary ----------------------------------------------------
+
+def test_the_report_reads_attributes_not_json_keys(output, tmp_path, monkeypatch):
+    """With key access switched off, the whole report still renders: every reader goes
+    through the typed fields, so a renamed field fails at the attribute, not as a blank."""
+    from sim import summary
+    from sim.report import writer
+
+    def no_keys(self, key):
+        raise AssertionError(f"summary read by key {key!r}")
+
+    monkeypatch.setattr(summary._Frozen, "__getitem__", no_keys)  # every summary model
+    with pytest.raises(AssertionError, match="read by key"):
+        output.summary["tiers"]  # noqa: B018 - the switch is on
+    out = tmp_path / "rep"
+    out.mkdir()
+    writer._write_into(output, out)
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("# capsim report")
+    assert markdown.tier_table(output.summary.tiers)
