@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import CapsimError
 from ..rng import replication_seed
-from ..summary import SLO_CRITERIA, RunSummary, TierSummary
+from ..summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary
 from .executors import Executor, SequentialExecutor
 from .run_one import simulate
 from .sweep_plan import RunSpec, scenario_source
@@ -76,12 +76,12 @@ class Headroom:
     meets_means: str
     tolerance: float
     max_load: float
-    slo: dict[str, float]
+    slo: SloSummary
     tiers: tuple[TierHeadroom, ...]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values (``capsim headroom --json``)."""
-        return asdict(self)
+        return {**asdict(self), "slo": self.slo.model_dump()}
 
 
 @dataclass
@@ -137,7 +137,7 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
         else "the run meets the SLO",
         tolerance=tolerance,
         max_load=max_load,
-        slo=sc.slo.model_dump(),
+        slo=SloSummary(**sc.slo.model_dump()),
         tiers=tuple(_answer(s, sc.slo) for s in searches),
     )
 

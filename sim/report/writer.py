@@ -17,8 +17,6 @@ from ..runner import RunOutput
 from . import html, markdown, plots
 from .folder import ReportFolder
 
-FILES = ("summary.json", "requests.parquet", "windows.parquet", "report.md", "report.html")
-
 
 def write_report(output: RunOutput, out_dir: str | Path,
                  folder: ReportFolder | None = None) -> Path:
