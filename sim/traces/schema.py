@@ -84,6 +84,8 @@ DEFAULT_CHUNK_ROWS = 500_000
 WEBSOCKET_METHODS = (*STREAMS_API_STREAMS, MONITORING_PATH)
 THROTTLE_STATUSES = (434, -32005, 430, 435)
 NO_KEY = "(none)"
+TEXT_COLUMNS = ("method", "region", "profiles")
+"""Free-text columns a key could hide in: redacted on import, scanned after writing."""
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 SCHEMA = pa.schema([
