@@ -34,7 +34,7 @@ from ..policy.resolved import LoadedScenario
 from ..policy.tiers import APIS
 from ..redact import pseudonym
 from ..rng import stream
-from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES
+from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES, Rng
 from .arrivals import ArrivalStream, arrival_count
 from .load import load_note, scale_scenario
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
@@ -146,11 +146,11 @@ class Plan:
         """The request drawer of one closed-loop worker, on its own named streams."""
         sc = self.scenario
         return RequestDrawer(sc.sources[source], self.tables, self.loaded.pricing, sc, sc.seed,
-                             stream_name=("worker", worker))
+                             stream_name=(Rng.WORKER, worker))
 
 
 def _arrivals(sc: Scenario, src: Source) -> ArrivalStream:
-    return ArrivalStream(src.arrival, stream(sc.seed, "source", src.name, "arrivals"),
+    return ArrivalStream(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
                          sc.duration_s, sc.day_offset_s)
 
 
@@ -172,12 +172,12 @@ class RequestDrawer:
         self._pricing = pricing
         self._sizing = source.sizing
         self._service = {m: scenario.methods[m].service_time for m in source.mix}
-        base = ("source", source.name, *stream_name)
-        self._rng_mix = stream(seed, *base, "mix")
-        self._rng_items = stream(seed, *base, "sizing", "items")
-        self._rng_profile = stream(seed, *base, "sizing", "profile")
-        self._rng_gas = stream(seed, *base, "sizing", "gas")
-        self._rng_service = {m: stream(seed, *base, "service", m) for m in source.mix}
+        base = (Rng.SOURCE, source.name, *stream_name)
+        self._rng_mix = stream(seed, *base, Rng.MIX)
+        self._rng_items = stream(seed, *base, Rng.SIZING, Rng.ITEMS)
+        self._rng_profile = stream(seed, *base, Rng.SIZING, Rng.PROFILE)
+        self._rng_gas = stream(seed, *base, Rng.SIZING, Rng.GAS)
+        self._rng_service = {m: stream(seed, *base, Rng.SERVICE, m) for m in source.mix}
         self._size_idx = tables.methods.index(SIZE_METHOD) if SIZE_METHOD in tables.methods else -1
         profiles = list(self._sizing.profiles)
         p = np.array([self._sizing.profiles[k] for k in profiles], dtype=float)
@@ -281,7 +281,7 @@ def build_plan(loaded: LoadedScenario) -> Plan:
     # Closed-loop request ids follow the open-loop ones: count them first (arrival
     # instants only, drawn and dropped chunk by chunk).
     open_count = sum(len(c[0]) for c in columns.values()) + sum(
-        arrival_count(src.arrival, stream(sc.seed, "source", src.name, "arrivals"),
+        arrival_count(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
                       sc.duration_s, sc.day_offset_s)
         for src in sc.sources if src.workers is None and src.trace is None)
     return Plan(loaded, tables, open_count, columns, closed, notes)
