@@ -11,8 +11,9 @@ scenario's websocket clients (streams on: the issue's figure) and without them (
 only). The floor is SimPy alone doing what the model cannot avoid per attempt: one event
 at the send, one at the service and one at completion, each with an empty callback.
 
-Each repeat measures bare, floor, model and model without streams back to back, so the
-ratios are taken between figures of the same moment on a shared machine; the medians
+Each repeat measures bare, floor, model and model without streams in turn for each tier
+(the bare loop and the floor run once per tier, over the same arrival times), so the
+ratios are taken between figures of the same moments on a shared machine; the medians
 over ``--repeat`` (default 3) are printed, with the load average before and after.
 """
 
@@ -33,7 +34,7 @@ from sim.workload.demand import build_plan
 
 
 def bare_loop(times: list[float]) -> float:
-    """Requests per CPU-second of a minimal SimPy loop over the same arrival times."""
+    """CPU seconds of a minimal SimPy loop over the same arrival times."""
     def request(env):
         yield env.timeout(0.05)
 
@@ -47,7 +48,7 @@ def bare_loop(times: list[float]) -> float:
     env.process(feeder(env))
     start = time.process_time()
     env.run()
-    return len(times) / (time.process_time() - start)
+    return time.process_time() - start
 
 
 class _Hop(Event):
@@ -90,21 +91,35 @@ def events_floor(times: list[float], hops: int = 3) -> float:
     schedule(tick)
     start = time.process_time()
     env.run()
-    return n / (time.process_time() - start)
+    return time.process_time() - start
 
 
-def model(plan, tiers) -> tuple[float, int, int]:
-    """Attempts per CPU-second of the full model over ``tiers``, the attempt count and
-    the number of SimPy events scheduled."""
-    attempts, events, cpu = 0, 0, 0.0
+def model(plan, tier) -> tuple[float, int, int]:
+    """CPU seconds of the full model on ``tier``, its attempt count and the number of
+    SimPy events it scheduled."""
+    run = TierRun(plan, tier)
+    start = time.process_time()
+    result = run.run()
+    cpu = time.process_time() - start
+    attempts = len(result.attempt_sink.read(["outcome"])["outcome"])
+    return cpu, attempts, next(run.env._eid)  # the environment's event counter (from 0)
+
+
+def one_repeat(plans, tiers, times) -> tuple[float, ...]:
+    """Per-CPU-second rates of bare, floor, model and model without streams, measured
+    tier by tier in turn (so that each figure sees the same load), with the attempt and
+    event counts of the model."""
+    cpu = [0.0, 0.0, 0.0, 0.0]
+    n_on = n_off = ev_on = ev_off = 0
     for tier in tiers:
-        run = TierRun(plan, tier)
-        start = time.process_time()
-        result = run.run()
-        cpu += time.process_time() - start
-        attempts += len(result.attempt_sink.read(["outcome"])["outcome"])
-        events += next(run.env._eid)  # the environment's event counter (ids from 0)
-    return attempts / cpu, attempts, events
+        cpu[0] += bare_loop(times)
+        cpu[1] += events_floor(times)
+        c, n, e = model(plans[True], tier)
+        cpu[2], n_on, ev_on = cpu[2] + c, n_on + n, ev_on + e
+        c, n, e = model(plans[False], tier)
+        cpu[3], n_off, ev_off = cpu[3] + c, n_off + n, ev_off + e
+    k = len(tiers) * len(times)
+    return k / cpu[0], k / cpu[1], n_on / cpu[2], n_off / cpu[3], n_on, ev_on, n_off, ev_off
 
 
 def main() -> None:
@@ -124,10 +139,7 @@ def main() -> None:
     load_before = os.getloadavg()
     rows = []
     for _ in range(args.repeat):
-        bare = bare_loop(times)
-        floor = events_floor(times)
-        on, n_on, ev_on = model(plans[True], tiers)
-        off, n_off, ev_off = model(plans[False], tiers)
+        bare, floor, on, off, n_on, ev_on, n_off, ev_off = one_repeat(plans, tiers, times)
         rows.append((bare, floor, on, off, on / bare, off / bare, floor / bare))
     med = [statistics.median(c) for c in zip(*rows, strict=True)]
     bare, floor, on, off, r_on, r_off, r_floor = med

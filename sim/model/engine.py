@@ -27,6 +27,7 @@ from simpy.events import NORMAL, Event
 
 from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, WindowStats
 from ..policy.limiter import OK as LIM_OK
+from ..policy.limiters import Limiter
 from ..policy.pacing import TokenBucket
 from ..policy.retry import RetryDecider
 from ..policy.tiers import APIS, RPC, Tier
@@ -55,22 +56,21 @@ class Request(Event):
     ``.value`` lookup per step.
     """
 
-    __slots__ = ("callbacks", "rid", "source", "method", "key", "region", "items", "reserve",
-                 "actual", "service_s", "t_first", "t_send", "attempt", "booked", "lim",
-                 "half_rtt", "worker", "conn", "wait")
+    __slots__ = ("callbacks", "rid", "source", "method", "key", "region", "reserve", "actual",
+                 "service_s", "t_first", "t_send", "attempt", "booked", "lim", "half_rtt",
+                 "worker", "conn", "wait")
     _ok = True  # SimPy's step() reads it after the callbacks: a step never fails
 
-    def __init__(self, rid, source, method, key, region, items, reserve, actual, service_s,
+    def __init__(self, rid, source, method, key, region, reserve, actual, service_s,
                  t_first, half_rtt, worker=None):
         self.rid, self.source, self.method, self.key, self.region = rid, source, method, key, region
-        self.items, self.reserve, self.actual, self.service_s = items, reserve, actual, service_s
+        self.reserve, self.actual, self.service_s = reserve, actual, service_s
         self.t_first = self.t_send = t_first
         self.attempt = 1
-        self.booked = None  # the limiter's Reservation while admitted
         self.half_rtt = half_rtt
         self.worker = worker  # the closed-loop worker waiting for the final outcome
-        self.conn = None
-        self.wait = 0.0
+        # Set before they are read: ``conn`` and ``wait`` (the stream and the wait for it)
+        # at each send, ``booked`` and ``lim`` (the Reservation and its limiter) on admission.
 
 
 class _Worker(Event):
@@ -208,9 +208,10 @@ class TierRun:
         self._pools: dict[tuple[int, int], ClientPool] = {}
         self._pool_of: list[list[ClientPool | None]] = [[None] * len(t.regions)
                                                         for _ in sc.sources]
-        self._limiters = [a.limiter for a in self.accounts]
-        self._method_in_tier = [a.method_in_tier for a in self.accounts]
+        self._gate = [[[self._admission(s, k, m) for m in range(len(t.methods))]
+                       for k in range(len(t.keys))] for s in range(len(sc.sources))]
         self._duration_s = sc.duration_s
+        self._schedule = self.env.schedule
         # Each step's handler, as the constant callbacks of a request's next event.
         self._to_send, self._to_paced = (self._send_event,), (self._paced_event,)
         self._to_arrive, self._to_complete = (self._arrive,), (self._complete,)
@@ -230,6 +231,17 @@ class TierRun:
                 duration_s=sc.duration_s, day_offset_s=sc.day_offset_s,
                 accounts=[(a.limiter, a.tier) for a in self.accounts],
                 account_of_key=lambda k: sc.account_of_key(k))
+
+    def _admission(self, source: int, key: int, method: int) -> int | Limiter:
+        """What the service does with an attempt before its limiter, which depends only
+        on (source, key, method): refuse it with an outcome code, or ask this limiter."""
+        if self._method_needs_h2[method] and not self._h2_ok[source]:
+            return rc.PROTO_421
+        if (acct := self._key_account[key]) < 0:
+            return rc.AUTH_401
+        if not self.accounts[acct].method_in_tier[method]:
+            return rc.PAY_402
+        return self.accounts[acct].limiter
 
     # -- the run ---------------------------------------------------------------------
 
@@ -302,25 +314,28 @@ class TierRun:
         while i < n:
             now = env.now
             until = now + FEED_HORIZON_S
+            fed = [0] * len(deciders)  # new requests per source: their retry budgets grow
             while i < n:
                 if j == blen:
                     # Python values for the next block only: memory stays flat in run length.
                     cols = [c[i:i + _FEED_BLOCK].tolist() for c in
-                            (d.t, d.source, d.method, d.key, d.region, d.items, d.reserve,
-                             d.actual, d.service_s)]
-                    t, source, method, key, region, items, reserve, actual, service = cols
+                            (d.t, d.source, d.method, d.key, d.region, d.reserve, d.actual,
+                             d.service_s)]
+                    t, source, method, key, region, reserve, actual, service = cols
                     j, blen = 0, len(t)
                 tj = t[j]
                 if tj >= until:
                     break
                 s, reg = source[j], region[j]
-                r = Request(i, s, method[j], key[j], reg, items[j], reserve[j], actual[j],
-                            service[j], tj, half_rtt[reg])
-                deciders[s].on_request()
+                r = Request(i, s, method[j], key[j], reg, reserve[j], actual[j], service[j], tj,
+                            half_rtt[reg])
+                fed[s] += 1
                 r.callbacks = to_send
                 schedule(r, NORMAL, tj - now)
                 i += 1
                 j += 1
+            for decider, count in zip(deciders, fed, strict=True):
+                decider.on_request(count)
             if self.progress and env.now >= next_report:
                 self.progress(env.now)
                 next_report = env.now + 60.0
@@ -347,7 +362,7 @@ class TierRun:
         w.k, w.cols, w.think = 0, None, None
         # Workers start spread over one think time, not all at t = 0.
         w.callbacks = self._to_wake
-        self.env.schedule(w, NORMAL, w.think_rng.random() * src.workers.think.mean)
+        self._schedule(w, NORMAL, w.think_rng.random() * src.workers.think.mean)
 
     def _wake(self, w: _Worker) -> None:
         now = self.env.now
@@ -361,8 +376,8 @@ class TierRun:
             w.think = self.plan.scenario.sources[w.src].workers.think.sample(
                 w.think_rng, 256).tolist()
         cols = w.cols
-        r = Request(self._next_rid, w.src, cols[0][k], w.key, w.region, cols[1][k],
-                    cols[2][k], cols[3][k], cols[4][k], now, w.h, w)
+        r = Request(self._next_rid, w.src, cols[0][k], w.key, w.region, cols[2][k],
+                    cols[3][k], cols[4][k], now, w.h, w)
         self._next_rid += 1
         w.decider.on_request()
         w.pause = w.think[k]
@@ -373,7 +388,7 @@ class TierRun:
         """A logical request has its final outcome: its worker (if any) thinks, then wakes."""
         w = r.worker
         w.callbacks = self._to_wake
-        self.env.schedule(w, NORMAL, w.h + w.pause)
+        self._schedule(w, NORMAL, w.h + w.pause)
 
     # -- the client's transport ------------------------------------------------------
 
@@ -402,32 +417,43 @@ class TierRun:
             wait = pacer.delay(now, r.reserve)
             if wait > 0.0:
                 r.callbacks = self._to_paced
-                self.env.schedule(r, NORMAL, wait)
+                self._schedule(r, NORMAL, wait)
                 return
-        self._transmit(r, now)
-
-    def _paced_event(self, r: Request) -> None:
-        self._transmit(r, self.env.now)
-
-    def _transmit(self, r: Request, now: float) -> None:
+        # _transmit, inlined: this is the path of nearly every attempt
         pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
         start, conn = pool.acquire(now)
         if start >= 0.0:
             r.conn, r.wait = conn, start - now
             r.callbacks = self._to_arrive
-            self.env.schedule(r, NORMAL, start - now + r.half_rtt)
-        elif start == QUEUED:
+            self._schedule(r, NORMAL, start - now + r.half_rtt)
+        else:
+            self._transmit(r, now, pool, start)
+
+    def _paced_event(self, r: Request) -> None:
+        now = self.env.now
+        pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
+        start, conn = pool.acquire(now)
+        if start >= 0.0:
+            r.conn, r.wait = conn, start - now
+            r.callbacks = self._to_arrive
+            self._schedule(r, NORMAL, start - now + r.half_rtt)
+        else:
+            self._transmit(r, now, pool, start)
+
+    def _transmit(self, r: Request, now: float, pool: ClientPool, start: float) -> None:
+        """No stream at once: wait in the pool's queue, or fail with 430."""
+        if start == QUEUED:
             pool.enqueue(r, now)
         else:
             assert start == REFUSED
             r.conn, r.wait = None, 0.0
             r.callbacks = self._to_430
-            self.env.schedule(r, NORMAL, r.half_rtt)
+            self._schedule(r, NORMAL, r.half_rtt)
 
     def _on_stream(self, r: Request, start: float, conn, since: float) -> None:
         r.conn, r.wait = conn, start - since
         r.callbacks = self._to_arrive
-        self.env.schedule(r, NORMAL, start - self.env.now + r.half_rtt)
+        self._schedule(r, NORMAL, start - self.env.now + r.half_rtt)
 
     def _refused_430(self, r: Request) -> None:
         self._refused(r, self.env.now, rc.CONN_430, _NAN, False)
@@ -437,24 +463,19 @@ class TierRun:
     def _arrive(self, r: Request) -> None:
         """An attempt reaches the service: protocol, key, subscription, then the limiter."""
         now = self.env.now
-        m = r.method
         retry_after = _NAN
-        if self._method_needs_h2[m] and not self._h2_ok[r.source]:
-            outcome = rc.PROTO_421
-        elif (acct := self._key_account[r.key]) < 0:
-            outcome = rc.AUTH_401
-        elif not self._method_in_tier[acct][m]:
-            outcome = rc.PAY_402
+        lim = self._gate[r.source][r.key][r.method]
+        if lim.__class__ is int:
+            outcome = lim  # refused before the limiter: 421, 401 or 402
         else:
-            lim = self._limiters[acct]
             status = lim.reserve(now, r.reserve, r.actual)
             if status == LIM_OK:
                 r.booked, r.lim = status, lim
                 r.callbacks = self._to_complete
-                self.env.schedule(r, NORMAL, r.service_s)
+                self._schedule(r, NORMAL, r.service_s)
                 return
             if status == THROTTLED:
-                if self._method_rpc[m]:
+                if self._method_rpc[r.method]:
                     outcome = rc.RPC_32005
                 else:
                     outcome, retry_after = rc.HTTP_434, float(lim.retry_after(now))
@@ -501,7 +522,7 @@ class TierRun:
                 r.attempt += 1
                 r.t_send = t_back + wait
                 r.callbacks = self._to_send
-                self.env.schedule(r, NORMAL, r.half_rtt + wait)
+                self._schedule(r, NORMAL, r.half_rtt + wait)
                 if len(self._attempt_rows) >= self._chunk_rows:
                     self.rec.flush()
                 return
