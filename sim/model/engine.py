@@ -9,10 +9,12 @@ The life of an attempt (times in simulated seconds)::
         refused:  reply (434 / -32005 / 402 / 401 / 421 / oversized) ──rtt/2──► client
     client: done, or wait per its retry policy and send attempt n+1
 
-Send, admission and completion are SimPy timeout callbacks (fire-and-forget, three
-events per admitted attempt); closed-loop workers are generator processes.
-The open-loop feeder wakes once per ``FEED_HORIZON_S`` and schedules the arrivals of
-that slice, so no process or event exists per request before its time.
+Send, admission and completion are SimPy events with one callback each, three per
+admitted attempt: the :class:`Request` itself is the event, put back on the queue with
+``env.schedule`` for its next step. Closed-loop workers are events too (``_Worker``): a
+request's final outcome schedules its worker's next send. The open-loop feeder is a
+process that wakes once per ``FEED_HORIZON_S`` and schedules the sends of that slice, so
+no event exists per request long before its time.
 """
 
 from __future__ import annotations

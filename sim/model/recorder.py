@@ -184,7 +184,8 @@ class Recorder:
     def _flush_attempts(self) -> None:
         if not self.attempt_cols[0]:
             return
-        chunk = {name: np.asarray(col, dtype=dt)
+        n = len(self.attempt_cols[0])
+        chunk = {name: np.fromiter(col, dtype=dt, count=n)  # faster than asarray from a list
                  for (name, dt), col in zip(ATTEMPT_COLUMNS, self.attempt_cols, strict=True)}
         for col in self.attempt_cols:
             col.clear()
@@ -195,7 +196,8 @@ class Recorder:
     def _flush_requests(self) -> None:
         if not self.request_cols[0]:
             return
-        chunk = {name: np.asarray(col, dtype=dt)
+        n = len(self.request_cols[0])
+        chunk = {name: np.fromiter(col, dtype=dt, count=n)  # faster than asarray from a list
                  for (name, dt), col in zip(REQUEST_COLUMNS, self.request_cols, strict=True)}
         for col in self.request_cols:
             col.clear()
