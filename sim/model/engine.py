@@ -207,7 +207,6 @@ class TierRun:
         # no account: its requests get 401 all the same).
         self._source_account = [max(0, self._key_account[t.keys.index(src.key)])
                                 for src in sc.sources]
-        self._pools: dict[tuple[int, int], ClientPool] = {}
         self._pool_of: list[list[ClientPool | None]] = [[None] * len(t.regions)
                                                         for _ in sc.sources]
         self._gate = [[[self._admission(s, k, m) for m in range(len(t.methods))]
@@ -367,6 +366,7 @@ class TierRun:
         self._schedule(w, NORMAL, w.think_rng.random() * src.workers.think.mean)
 
     def _wake(self, w: _Worker) -> None:
+        """A worker's think time is over: it sends its next request, if the run is on."""
         now = self.env.now
         if now >= self._duration_s:
             return
@@ -395,7 +395,8 @@ class TierRun:
     # -- the client's transport ------------------------------------------------------
 
     def _pool(self, source: int, region: int) -> ClientPool:
-        pool = self._pools.get((source, region))
+        """The client pool of ``source`` to ``region``'s hostname, made on first use."""
+        pool = self._pool_of[source][region]
         if pool is None:
             sc, tab = self.plan.scenario, self.plan.tables
             client = sc.clients[sc.sources[source].client]
@@ -407,7 +408,6 @@ class TierRun:
                 max_streams=http.max_streams_per_conn if client.http_version == "2" else 1,
                 max_connections=http.max_connections, connect_rtts=http.connect_rtts,
                 idle_timeout_s=http.idle_timeout_s, reuse=http.reuse, on_ready=self._on_stream)
-            self._pools[(source, region)] = pool
             self._pool_of[source][region] = pool
         return pool
 
@@ -432,6 +432,7 @@ class TierRun:
             self._transmit(r, now, pool, start)
 
     def _paced_event(self, r: Request) -> None:
+        """A paced attempt's turn: get a stream (as :meth:`_send_event` does)."""
         now = self.env.now
         pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
         start, conn = pool.acquire(now)
