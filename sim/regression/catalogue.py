@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..summary import RunSummary, TierSummary
+if TYPE_CHECKING:  # pragma: no cover  (annotations only: the scenario's [check] table
+    from ..summary import RunSummary, TierSummary  # imports this without the summary models)
 
 Worse = Literal["higher", "lower"]
 Kind = Literal["absolute", "relative"]
