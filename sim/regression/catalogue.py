@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-if TYPE_CHECKING:  # pragma: no cover  (annotations only: the scenario's [check] table
-    from ..summary import RunSummary, TierSummary  # imports this without the summary models)
+if TYPE_CHECKING:  # pragma: no cover
+    # Annotations only: the scenario's [check] table imports this module, and
+    # `capsim validate` need not build the summary models.
+    from ..summary import RunSummary, TierSummary
 
 Worse = Literal["higher", "lower"]
 Kind = Literal["absolute", "relative"]
