@@ -91,6 +91,7 @@ class CapsimGroup(click.Group):
         return self.commands.get(name)
 
     def format_commands(self, ctx, formatter):
+        # The listing needs only each command's short help: stand-ins keep it import-free.
         self._listing = True
         try:
             super().format_commands(ctx, formatter)
