@@ -1,6 +1,6 @@
 """Start-up time of the light commands, against bare Python and bare pydantic.
 
-    python3 benchmarks/bench_startup.py [--repeat 5] [--no-heavy] [--keep-env]
+    python3 benchmarks/bench_startup.py [--repeat 5] [--no-heavy] [--keep-env] [--against DIR]
 
 Each command runs in a fresh process, once to warm the caches and then --repeat times;
 the figures are medians: wall time, CPU time (user + system of the child) and the ratio
@@ -14,7 +14,9 @@ scenario and the run-size guard's estimate.
 A fresh install has compiled bytecode; with ``PYTHONDONTWRITEBYTECODE`` set every run
 would compile capsim's sources again, so the children run without it (the warm-up run
 writes ``__pycache__``) unless --keep-env. On a shared machine compare the ratios and the
-CPU times; the load average is printed before and after.
+CPU times; the load average is printed before and after. ``--against DIR`` (another
+checkout, e.g. ``git worktree add /tmp/before main``) runs every command there too, its
+runs alternating with this tree's so both see the same load: a before/after table.
 """
 
 from __future__ import annotations
@@ -57,11 +59,11 @@ def cases(heavy: bool) -> dict[str, list[str]]:
     return out
 
 
-def once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """Wall and CPU seconds of one run of ``cmd``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT, env=env)
+    subprocess.run(cmd, check=True, capture_output=True, cwd=cwd, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -97,25 +99,42 @@ def main() -> None:
                         help="Skip the pandas + pyarrow + matplotlib reference line.")
     parser.add_argument("--keep-env", action="store_true",
                         help="Keep PYTHONDONTWRITEBYTECODE for the children.")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="Another checkout to run every command in too (its sim first "
+                             "on PYTHONPATH), alternating with this one.")
     args = parser.parse_args()
     env = dict(os.environ)
     if not args.keep_env:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+    trees = {"this tree": (env, ROOT)}
+    if args.against:
+        there = args.against.resolve()
+        trees = {f"{there}": ({**env, "PYTHONPATH": str(there)}, there), **trees}
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; median of "
           f"{args.repeat} after one warm-up run; {' '.join(capsim())}")
-    print(f"{'command':<38} {'wall':>8} {'CPU':>8} {'÷ pass':>7} {'÷ pydantic':>10}")
-    floor = pydantic = None
+    head = f"{'wall':>8} {'CPU':>8} {'÷ pass':>7} {'÷ pydantic':>10}"
+    print(f"{'':<38} " + "   ".join(f"{t[-34:]:^36}" for t in trees))
+    print(f"{'command':<38} " + "   ".join(head for _ in trees))
+    floor: dict[str, float] = {}
+    pydantic: dict[str, float] = {}
     for name, cmd in cases(not args.no_heavy).items():
-        once(cmd, env)
-        runs = [once(cmd, env) for _ in range(args.repeat)]
-        wall = statistics.median(w for w, _ in runs)
-        cpu = statistics.median(c for _, c in runs)
-        floor = floor or wall
-        if name.startswith('python -c "import pydantic'):
-            pydantic = wall
-        ratio = f"{wall / pydantic:9.1f}x" if pydantic else f"{'':>10}"
-        print(f"{name:<38} {wall * 1000:5.0f} ms {cpu * 1000:5.0f} ms {wall / floor:6.1f}x "
-              f"{ratio}")
+        runs: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}
+        for t_env, cwd in trees.values():
+            once(cmd, t_env, cwd)
+        for _ in range(args.repeat):
+            for t, (t_env, cwd) in trees.items():
+                runs[t].append(once(cmd, t_env, cwd))
+        cells = []
+        for t in trees:
+            wall = statistics.median(w for w, _ in runs[t])
+            cpu = statistics.median(c for _, c in runs[t])
+            floor.setdefault(t, wall)
+            if name.startswith('python -c "import pydantic'):
+                pydantic[t] = wall
+            ratio = f"{wall / pydantic[t]:9.1f}x" if t in pydantic else f"{'':>10}"
+            cells.append(f"{wall * 1000:5.0f} ms {cpu * 1000:5.0f} ms "
+                         f"{wall / floor[t]:6.1f}x {ratio}")
+        print(f"{name:<38} " + "   ".join(cells))
     in_process(args.repeat)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
