@@ -72,6 +72,7 @@ def once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
 
 def in_process(repeat: int) -> None:
     """What validate does after its imports, timed here (imports already paid)."""
+    sys.path.insert(0, str(ROOT))  # this tree's sim, whatever the interpreter has installed
     from sim.policy.selection import load_scenario
     from sim.workload.size_estimate import check
 
@@ -106,7 +107,7 @@ def main() -> None:
     env = dict(os.environ)
     if not args.keep_env:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-    trees = {"this tree": (env, ROOT)}
+    trees = {"this tree": ({**env, "PYTHONPATH": str(ROOT)}, ROOT)}
     if args.against:
         there = args.against.resolve()
         trees = {f"{there}": ({**env, "PYTHONPATH": str(there)}, there), **trees}
