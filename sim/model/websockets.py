@@ -50,7 +50,7 @@ from ..policy.limiters import Limiter
 from ..policy.pricing import Pricing
 from ..policy.tiers import Tier
 from ..rng import stream
-from ..vocabulary import CLOSE_KINDS, DAY_S, HANDSHAKE_OUTCOMES
+from ..vocabulary import CLOSE_KINDS, DAY_S, HANDSHAKE_OUTCOMES, Rng
 from . import recorder as rc
 
 CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
@@ -267,10 +267,10 @@ class Websockets:
                 env.process(self._feeder(ci))
                 continue
             for k in range(c.connections):
-                base = ("ws", "client", c.name, k)
-                conn = _Conn(ci, k, c.stream, BlockDraws(stream(seed, *base, "faults"), _BLOCK),
-                             BlockDraws(stream(seed, *base, "reconnect"), _BLOCK),
-                             BlockDraws(stream(seed, *base, "stale"), _BLOCK))
+                base = (Rng.WS, Rng.CLIENT, c.name, k)
+                conn = _Conn(ci, k, c.stream, BlockDraws(stream(seed, *base, Rng.FAULTS), _BLOCK),
+                             BlockDraws(stream(seed, *base, Rng.RECONNECT), _BLOCK),
+                             BlockDraws(stream(seed, *base, Rng.STALE), _BLOCK))
                 conn.proc = env.process(self._holder(conn, base))
         for s in self._sources:
             env.process(self._publisher(s))
@@ -281,8 +281,8 @@ class Websockets:
         c = self.clients[ci]
         policy = c.reconnect
         lengths = (None if c.session is None
-                   else BlockDraws(stream(self.seed, *base, "session"), 64, c.session.sample))
-        gaps = BlockDraws(stream(self.seed, *base, "gap"), 64, c.gap.sample)
+                   else BlockDraws(stream(self.seed, *base, Rng.SESSION), 64, c.session.sample))
+        gaps = BlockDraws(stream(self.seed, *base, Rng.GAP), 64, c.gap.sample)
         while True:
             self._want(conn, env.now)
             session_end, failures = math.inf, 0
@@ -330,11 +330,11 @@ class Websockets:
     def _feeder(self, ci: int):
         """Open-loop sessions: each arrival tries once; refused sessions are lost."""
         env, T, seed, c = self.env, self.duration_s, self.seed, self.clients[ci]
-        base = ("ws", "client", c.name)
-        times = c.arrival.times(stream(seed, *base, "arrival"), T, self.day_offset_s)
-        lengths = c.session.sample(stream(seed, *base, "session"), times.size)
+        base = (Rng.WS, Rng.CLIENT, c.name)
+        times = c.arrival.times(stream(seed, *base, Rng.WS_ARRIVAL), T, self.day_offset_s)
+        lengths = c.session.sample(stream(seed, *base, Rng.SESSION), times.size)
         draws = [BlockDraws(stream(seed, *base, p), _BLOCK)
-                 for p in ("faults", "reconnect", "stale")]
+                 for p in (Rng.FAULTS, Rng.RECONNECT, Rng.STALE)]
         on_end = self._end_wanting
         for k, (t, length) in enumerate(zip(times.tolist(), lengths.tolist(), strict=True)):
             if t > env.now:
@@ -398,7 +398,7 @@ class Websockets:
     def _event_times(self, src: StreamSource):
         """Publish times of ``src`` in ``[0, duration_s)``, increasing."""
         T = self.duration_s
-        rng = stream(self.seed, "ws", "publish", src.stream)
+        rng = stream(self.seed, Rng.WS, Rng.PUBLISH, src.stream)
         if src.kind == "block":
             k, p = 1, src.miss_probability
             while True:
