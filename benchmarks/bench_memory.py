@@ -7,8 +7,8 @@ process per point on a one-source Poisson scenario without retries, so attempts 
 requests, and reads the process's peak RSS. Two request counts on 1 tier and on 3 tiers
 give, by least squares on ``rss = base + N * (per_request + per_attempt * tiers)``, the
 bytes one request costs once (the demand) and the bytes one attempt costs per tier.
-Compare them with ``sim.workload.size_estimate.BYTES_PER_REQUEST`` and
-``BYTES_PER_ATTEMPT``.
+Compare them with ``sim.workload.size_estimate.BYTES_PER_ATTEMPT`` (one tier at a time)
+and ``BASE_BYTES``.
 """
 
 from __future__ import annotations

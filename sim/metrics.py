@@ -17,6 +17,7 @@ categoricals, built once). Definitions:
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 
 import numpy as np
@@ -38,25 +39,87 @@ from .workload.demand import Plan
 
 _THROTTLES = np.array(rc.THROTTLES)
 
+#: Points of a tier's latency table (:func:`latency_table`): 64 KiB a tier.
+LATENCY_POINTS = 8192
+
 
 def _r(x: float, nd: int = 6) -> float:
     return float(round(float(x), nd))
 
 
+def _column(sink, name: str) -> np.ndarray:
+    """One whole column of a tier's spool, read row group by row group (the same values
+    in the same order as a whole read, without the reader's copy of every column)."""
+    parts = [c[name] for c in sink.chunks([name])]
+    if not parts:
+        return np.empty(0, dtype=dict(sink.columns)[name])
+    col = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    del parts
+    _release_arrow()
+    return col
+
+
+def _release_arrow() -> None:
+    """Hand the Parquet reader's freed buffers back to the system (its allocator keeps
+    them otherwise, and the process's peak grows with the run's length)."""
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
+
+
+def success_latencies_ms(result: TierResult) -> np.ndarray:
+    """End-to-end latency (ms) of each logical request of the tier that succeeded, in
+    request order; read chunk by chunk, so only the successes' latencies are held."""
+    parts = []
+    for q in result.request_sink.chunks(["outcome", "t_first", "t_end"]):
+        ok = q["outcome"] == rc.OK
+        parts.append((q["t_end"][ok] - q["t_first"][ok]) * 1000.0)
+    _release_arrow()
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def latency_table(result: TierResult, points: int = LATENCY_POINTS) -> np.ndarray:
+    """The tier's latency CDF (successful requests, ms) in at most ``points`` numbers,
+    for the plot: :func:`ecdf_table` of :func:`success_latencies_ms`."""
+    return ecdf_table(success_latencies_ms(result), points)
+
+
+def ecdf_table(x: np.ndarray, points: int) -> np.ndarray:
+    """An empirical CDF in at most ``points`` numbers.
+
+    All of ``x``, sorted, when it has at most ``points`` values; else the order
+    statistics of rank ``ceil(k n / points)``, k = 1..points: the points of the empirical
+    CDF at heights k / points, so a line through ``(table[k-1], k / points)`` lies on
+    the exact CDF.
+    """
+    x = np.sort(np.asarray(x, dtype=float))
+    n = len(x)
+    if n <= points:
+        return x
+    ranks = -(-np.arange(1, points + 1, dtype=np.int64) * n // points)  # ceil(k n / points)
+    return x[ranks - 1]
+
+
 def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
     """The per-tier entry of ``summary.json``."""
     sc, tier = plan.scenario, result.tier
-    # Only the columns the figures need, read whole so the sums keep numpy's order.
-    a = result.attempt_sink.read(["outcome", "phantom", "cu_reserved", "cu_settled",
-                                  "method", "stream_wait_s"])
-    q = result.request_sink.read(["outcome", "t_first", "t_end"])
-    n_att, n_req = len(a["outcome"]), len(q["outcome"])
+    # Only the columns the figures need, each read whole so the sums keep numpy's order;
+    # the float columns one at a time (see _cu_columns), so one tier's peak is small.
+    a = {n: _column(result.attempt_sink, n) for n in ("outcome", "phantom", "method")}
+    req_outcome = _column(result.request_sink, "outcome")
+    n_att, n_req = len(a["outcome"]), len(req_outcome)
     counts = np.bincount(a["outcome"], minlength=len(rc.OUTCOMES))
     throttled = int(np.isin(a["outcome"], _THROTTLES).sum())
-    ok_req = q["outcome"] == rc.OK
-    latency = (q["t_end"][ok_req] - q["t_first"][ok_req]) * 1000.0
+    req_counts = np.bincount(req_outcome, minlength=len(rc.OUTCOMES))
+    n_ok = int(req_counts[rc.OK])
+    del req_outcome
+    latency = success_latencies_ms(result)
     pct = np.percentile(latency, [50, 95, 99]) if len(latency) else [None] * 3
-    req_counts = np.bincount(q["outcome"], minlength=len(rc.OUTCOMES))
+    latency_mean = latency.mean() if len(latency) else None
+    del latency
+    reserved = _r(_column(result.attempt_sink, "cu_reserved").sum())
+    settled_cols = _settled(result, a, plan)
+    connections = _connections(result, a, _column(result.attempt_sink, "stream_wait_s"))
     w = result.windows
     price = plan.loaded.pricing.for_tier(tier)
     daily_used = max(result.daily_used.values(), default=0.0)
@@ -75,16 +138,16 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
         "throttled": throttled,
         "throttle_rate": _r(throttled / n_att if n_att else 0.0),
         "phantom_throttles": int(a["phantom"].sum()),
-        "failure_rate": _r(1.0 - ok_req.sum() / n_req if n_req else 0.0),
+        "failure_rate": _r(1.0 - n_ok / n_req if n_req else 0.0),
         "latency_ms": {
             "p50": None if pct[0] is None else _r(pct[0], 3),
             "p95": None if pct[1] is None else _r(pct[1], 3),
             "p99": None if pct[2] is None else _r(pct[2], 3),
-            "mean": _r(latency.mean(), 3) if len(latency) else None,
+            "mean": None if latency_mean is None else _r(latency_mean, 3),
         },
         "cu": {
-            "reserved": _r(a["cu_reserved"].sum()),
-            "settled": _r(a["cu_settled"].sum()),
+            "reserved": reserved,
+            "settled": settled_cols["settled"],
             "peak_window_reserved": _r(max(w.reserved_cu, default=0.0)),
             "peak_window_settled": _r(max(w.settled_cu, default=0.0)),
             "peak_window_used": _r(max(w.peak_used_cu, default=0.0)),
@@ -99,16 +162,24 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
             else (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
         },
         "retry_budget_refusals": result.retry_budget_refusals,
-        "connections": _connections(result, a),
-        "websockets": _websockets(result, a),
-        "by_method": _by_method(a, plan),
+        "connections": connections,
+        "websockets": _websockets(result, settled_cols["total"]),
+        "by_method": settled_cols["by_method"],
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(summary, sc.slo)
     summary["plan"] = plan_summary(result, plan)
     return TierSummary.model_validate(summary)
 
 
-def _websockets(result: TierResult, a: dict[str, np.ndarray]) -> WebsocketsSummary | None:
+def _settled(result: TierResult, a: dict[str, np.ndarray], plan: Plan) -> dict:
+    """The figures of the ``cu_settled`` column: its total (raw and rounded) and the
+    per-method summaries."""
+    settled = _column(result.attempt_sink, "cu_settled")
+    total = settled.sum()
+    return {"total": total, "settled": _r(total), "by_method": _by_method(a, settled, plan)}
+
+
+def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary | None:
     ws = result.extra.get("websockets")
     if ws is None:
         return None
@@ -122,7 +193,7 @@ def _websockets(result: TierResult, a: dict[str, np.ndarray]) -> WebsocketsSumma
         "events_lost": int(ws["events_lost"]),
         "cu_connect": _r(ws["cu_connect"]),
         "cu_publish": _r(ws["cu_publish"]),
-        "cu_requests": _r(a["cu_settled"].sum() - ws["cu_connect"]),
+        "cu_requests": _r(settled_total - ws["cu_connect"]),
         "sessions": len(ws["sessions"]["open_s"]),
         "peak_live_slots": int(max(ws["slots"]["live"], default=0)),
     })
@@ -165,8 +236,9 @@ def slots_frame(result: TierResult) -> pd.DataFrame:
                          "stale": sl["stale"], "cap": sl["cap"]})
 
 
-def _connections(result: TierResult, a: dict[str, np.ndarray]) -> ConnectionsSummary:
-    wait = a["stream_wait_s"] * 1000.0
+def _connections(result: TierResult, a: dict[str, np.ndarray], stream_wait_s: np.ndarray
+                 ) -> ConnectionsSummary:
+    wait = stream_wait_s * 1000.0
     waited = wait[wait > 0]
     conn = result.extra.get("connections", {})
     return ConnectionsSummary.model_validate({
@@ -184,7 +256,8 @@ def _connections(result: TierResult, a: dict[str, np.ndarray]) -> ConnectionsSum
     })
 
 
-def _by_method(a: dict[str, np.ndarray], plan: Plan) -> dict[str, MethodSummary]:
+def _by_method(a: dict[str, np.ndarray], settled: np.ndarray, plan: Plan
+               ) -> dict[str, MethodSummary]:
     out = {}
     for m, name in enumerate(plan.tables.methods):
         rows = a["method"] == m
@@ -195,7 +268,7 @@ def _by_method(a: dict[str, np.ndarray], plan: Plan) -> dict[str, MethodSummary]
             attempts=int(rows.sum()),
             ok=int((outcomes == rc.OK).sum()),
             throttled=int(np.isin(outcomes, _THROTTLES).sum()),
-            cu_settled=_r(a["cu_settled"][rows].sum()),
+            cu_settled=_r(settled[rows].sum()),
         )
     return out
 

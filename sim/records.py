@@ -10,7 +10,12 @@ written in constant memory.
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
 import tempfile
+import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +34,74 @@ PARQUET_OPTIONS = {"compression": "zstd", "use_dictionary": True}
 ROW_GROUP_ROWS = 1 << 18
 
 
-def spool_folder() -> tempfile.TemporaryDirectory:
-    """A private folder for a run's spool files, removed with the run's result."""
-    return tempfile.TemporaryDirectory(prefix="capsim-spool-")
+SPOOL_PREFIX = "capsim-spool-"
+_SPOOL_LOCK = ".lock"
+#: A spool folder without a lock file (made before spools had one) counts as stale when
+#: untouched this long.
+UNLOCKED_STALE_S = 86400.0
+
+
+class SpoolFolder:
+    """A private folder for a run's spool files (``name``), removed with the run's result.
+
+    While it lives it holds an exclusive ``flock`` on its ``.lock`` file: a run killed
+    before it could remove its folder leaves the folder unlocked, and the next run's
+    :func:`remove_stale_spools` removes it.
+    """
+
+    def __init__(self, parent: str | None = None) -> None:
+        remove_stale_spools(parent)
+        tmp = tempfile.TemporaryDirectory(prefix=SPOOL_PREFIX, dir=parent)
+        self.name = tmp.name
+        fd = os.open(os.path.join(tmp.name, _SPOOL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self._finalizer = weakref.finalize(self, _release, fd, tmp)
+
+    def cleanup(self) -> None:
+        """Remove the folder now (otherwise when this object is collected)."""
+        self._finalizer()
+
+
+def _release(fd: int, tmp: tempfile.TemporaryDirectory) -> None:
+    os.close(fd)  # releases the lock
+    tmp.cleanup()
+
+
+def spool_folder(parent: str | None = None) -> SpoolFolder:
+    """A private folder for a run's spool files, removed with the run's result; stale
+    spool folders of killed runs are removed first."""
+    return SpoolFolder(parent)
+
+
+def remove_stale_spools(parent: str | None = None) -> list[Path]:
+    """Remove the spool folders no live run holds (in ``parent``, default the system's
+    temporary folder); returns them. A folder whose lock another process holds is in
+    use and kept; one without a lock file is removed once untouched for a day."""
+    removed = []
+    for folder in Path(parent or tempfile.gettempdir()).glob(SPOOL_PREFIX + "*"):
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        lock = folder / _SPOOL_LOCK
+        try:
+            if not lock.exists():
+                if time.time() - folder.stat().st_mtime < UNLOCKED_STALE_S:
+                    continue
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+                continue
+            fd = os.open(lock, os.O_RDWR)
+        except OSError:
+            continue  # gone meanwhile, or not ours to open
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live run's
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+        finally:
+            os.close(fd)
+    return removed
 
 
 class AttemptRecords:

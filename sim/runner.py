@@ -23,6 +23,7 @@ import pandas as pd
 
 from . import __version__
 from .metrics import (
+    latency_table,
     recommend,
     slots_frame,
     streams_frame,
@@ -59,6 +60,8 @@ class RunOutput:
     """Everything a report needs: the typed summary and the columnar tables.
 
     ``records`` holds the attempt rows (spooled; :attr:`attempts` reads them whole);
+    ``latencies`` is each tier's latency CDF as a table of at most
+    :data:`sim.metrics.LATENCY_POINTS` points (:func:`sim.metrics.latency_table`);
     ``minutes`` (attempts per minute and outcome) and ``refused_handshakes`` are the
     aggregates the plots draw; ``records_mode`` is what a report folder gets
     (:data:`sim.records.RECORDS`).
@@ -123,11 +126,7 @@ def assemble(plan: Plan, results: list[TierResult], folder=None) -> RunOutput:
     """Summaries and frames from the tiers' results (``folder``: their spool folder)."""
     tiers = [tier_summary(r, plan) for r in results]
     names = [r.tier.name for r in results]
-    latencies = {}
-    for r in results:
-        q = r.request_sink.read(["outcome", "t_first", "t_end"])
-        ok = q["outcome"] == rc.OK
-        latencies[r.tier.name] = (q["t_end"][ok] - q["t_first"][ok]) * 1000.0
+    latencies = {r.tier.name: latency_table(r) for r in results}
     windows = pd.concat([windows_frame(r, plan) for r in results], ignore_index=True)
     streams = pd.concat([streams_frame(r, plan) for r in results], ignore_index=True)
     slots = pd.concat([slots_frame(r) for r in results], ignore_index=True)

@@ -101,6 +101,8 @@ class Rng(StrEnum):
     STALE = "stale"  # how long a dropped websocket's slot stays held
     GAS = "gas"  # the emulator's gas used per sized profile
     PROFILES = "profiles"  # the live driver's choice of sizing profiles
+    ITEMS = "items"  # how many items a sizing call sizes
+    PROFILE = "profile"  # which sizing profile each sized item has
 
 
 _R = Rng
@@ -109,11 +111,16 @@ RANDOM_STREAMS: dict[tuple[Rng | type, ...], str] = {
     (_R.SOURCE, str, _R.RETRY): "a source's retry jitter",
     (_R.SOURCE, str, _R.WORKER, int, _R.THINK): "a worker's think times",
     (_R.SOURCE, str, _R.MIX): "an open-loop source's method mix",
-    (_R.SOURCE, str, _R.SIZING): "an open-loop source's sizing profiles",
-    (_R.SOURCE, str, _R.SERVICE): "an open-loop or replayed source's service times",
+    (_R.SOURCE, str, _R.SIZING, _R.ITEMS): "an open-loop source's sizing items per call",
+    (_R.SOURCE, str, _R.SIZING, _R.PROFILE): "an open-loop source's sizing profiles",
+    (_R.SOURCE, str, _R.SIZING, _R.GAS): "an open-loop source's gas used per sized item",
+    (_R.SOURCE, str, _R.SERVICE): "a replayed source's service times",
+    (_R.SOURCE, str, _R.SERVICE, str): "an open-loop source's service times of a method",
     (_R.SOURCE, str, _R.WORKER, int, _R.MIX): "a worker's method mix",
-    (_R.SOURCE, str, _R.WORKER, int, _R.SIZING): "a worker's sizing profiles",
-    (_R.SOURCE, str, _R.WORKER, int, _R.SERVICE): "a worker's service times",
+    (_R.SOURCE, str, _R.WORKER, int, _R.SIZING, _R.ITEMS): "a worker's sizing items per call",
+    (_R.SOURCE, str, _R.WORKER, int, _R.SIZING, _R.PROFILE): "a worker's sizing profiles",
+    (_R.SOURCE, str, _R.WORKER, int, _R.SIZING, _R.GAS): "a worker's gas used per sized item",
+    (_R.SOURCE, str, _R.WORKER, int, _R.SERVICE, str): "a worker's service times of a method",
     (_R.SOURCE, str, _R.REPLAY): "a replayed trace's thinning and jitter",
     (_R.SOURCE, str, _R.REPLAY_FILL): "values a replayed trace lacks",
     (_R.WS, _R.CLIENT, str, int, _R.FAULTS): "a connection's drops",

@@ -23,9 +23,9 @@ from sim.config.arrivals import (
     Poisson,
     Ramp,
     Spikes,
-    arrival_times,
 )
 from sim.rng import stream
+from sim.workload.arrivals import arrival_times
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -38,7 +38,8 @@ Z = 4.5
 def counts(spec, duration_s, reps, day_offset_s=0.0, seed=7):
     """Arrival counts of ``reps`` independent realisations (streams ``seed/test/i``)."""
     return np.array(
-        [spec.times(stream(seed, "test", i), duration_s, day_offset_s).size for i in range(reps)],
+        [arrival_times(spec, stream(seed, "test", i), duration_s, day_offset_s).size
+         for i in range(reps)],
         dtype=float,
     )
 
@@ -119,32 +120,32 @@ def test_deterministic_counts_are_exact(spec, duration_s, expected):
     assert spec.expected_count(duration_s) == expected
     assert spec.count_variance(duration_s) == 0.0
     for i in range(3):
-        assert spec.times(stream(1, "test", i), duration_s).size == expected
+        assert arrival_times(spec, stream(1, "test", i), duration_s).size == expected
 
 
 def test_constant_rate_times_are_the_grid():
     np.testing.assert_allclose(
-        ConstantRate(rate=5.0).times(stream(0, "test"), 100.0), np.arange(500) / 5.0
+        arrival_times(ConstantRate(rate=5.0), stream(0, "test"), 100.0), np.arange(500) / 5.0
     )
-    t = ConstantRate(rate=5.0, phase=0.5).times(stream(0, "test"), 100.0)
+    t = arrival_times(ConstantRate(rate=5.0, phase=0.5), stream(0, "test"), 100.0)
     assert t[0] == pytest.approx(0.1) and t[-1] == pytest.approx(99.9)
 
 
 def test_block_arrivals_sit_on_multiples_of_twelve():
-    t = BlockSync(per_block=3).times(stream(0, "test"), 120.0)
+    t = arrival_times(BlockSync(per_block=3), stream(0, "test"), 120.0)
     np.testing.assert_array_equal(t, np.repeat(np.arange(0.0, 120.0, 12.0), 3))
 
 
 @pytest.mark.parametrize(("offset_s", "residue"), [(3.0, 3.0), (-2.0, 10.0), (0.0, 0.0)])
 def test_block_offset_shifts_arrivals_against_the_window(offset_s, residue):
-    t = BlockSync(per_block=2, offset_s=offset_s).times(stream(0, "test"), 600.0)
+    t = arrival_times(BlockSync(per_block=2, offset_s=offset_s), stream(0, "test"), 600.0)
     np.testing.assert_allclose(np.mod(t, 12.0), residue, atol=1e-9)
     assert t[0] == pytest.approx(residue)
 
 
 def test_block_jitter_stays_within_the_jitter_span():
     spec = BlockSync(per_block=50, offset_s=2.0, jitter_s=4.0)
-    t = spec.times(stream(0, "test"), 1200.0)
+    t = arrival_times(spec, stream(0, "test"), 1200.0)
     lag = np.mod(t - 2.0, 12.0)
     assert lag.max() < 4.0
     # Uniform lag on [0, 4): mean 2 with standard error (4/sqrt(12))/sqrt(5000) ≈ 0.016.
@@ -173,7 +174,7 @@ def test_block_jitter_expected_count_by_hand():
 
 
 def test_poisson_mean_and_interarrival_cv():
-    t = Poisson(rate=100.0).times(stream(3, "test"), 1000.0)
+    t = arrival_times(Poisson(rate=100.0), stream(3, "test"), 1000.0)
     gaps = np.diff(t)
     # ~1e5 exponential gaps: the mean gap has relative SE 1/sqrt(n) ≈ 0.3 %, and the sample
     # CV of exponential data has SE ≈ 1/sqrt(n) as well (delta method), i.e. ~0.003.
@@ -251,7 +252,7 @@ def test_daily_hourly_weights_put_the_right_share_in_each_hour(day_offset_s):
     spec = DailyProfile(rate=1.0, hourly_weights=WEIGHTS)
     duration = 5 * DAY
     assert spec.expected_count(duration, day_offset_s) == pytest.approx(5 * DAY)
-    t = spec.times(stream(11, "test"), duration, day_offset_s)
+    t = arrival_times(spec, stream(11, "test"), duration, day_offset_s)
     hour = np.floor(np.mod(t + day_offset_s, DAY) / HOUR).astype(int)
     share = np.bincount(hour, minlength=24) / t.size
     expected = np.array(WEIGHTS) / 300.0
@@ -292,7 +293,7 @@ def test_daily_curve_half_day_around_the_peak():
 def test_daily_curve_thinning_envelope_bounds_the_curve(peak_hour, day_offset_s):
     # Thinning is exact only if the envelope is never below the curve (white-box check).
     spec = DailyProfile(rate=2.0, peak_hour=peak_hour, amplitude=1.0)
-    envelope = spec._profile(2 * DAY, day_offset_s)
+    envelope = spec.rate_profile(2 * DAY, day_offset_s)
     t = np.linspace(0.0, 2 * DAY, 1_000_001)[:-1]
     bound = envelope.r0[np.searchsorted(envelope.knots[1:-1], t, side="right")]
     hours = np.mod(t + day_offset_s, DAY) / HOUR
@@ -302,7 +303,7 @@ def test_daily_curve_thinning_envelope_bounds_the_curve(peak_hour, day_offset_s)
 
 def test_daily_curve_peaks_at_peak_hour():
     spec = DailyProfile(rate=1.0, peak_hour=14.0, amplitude=1.0)
-    t = spec.times(stream(5, "test"), 2 * DAY, 1800.0)
+    t = arrival_times(spec, stream(5, "test"), 2 * DAY, 1800.0)
     hour = np.floor(np.mod(t + 1800.0, DAY) / HOUR).astype(int)
     by_hour = np.bincount(hour, minlength=24)
     assert by_hour.argmax() in (13, 14)  # the curve is symmetric about 14:00
@@ -324,7 +325,8 @@ def test_ramp_expected_counts_by_hand():
 
 def test_ramp_from_zero_has_quadratic_cdf():
     # Rate ∝ t on [0, 100): the arrival-time CDF is (t/100)², so 1/4 fall before t = 50.
-    t = Ramp(start_rate=0.0, end_rate=200.0, ramp_end_s=100.0).times(stream(2, "test"), 100.0)
+    spec = Ramp(start_rate=0.0, end_rate=200.0, ramp_end_s=100.0)
+    t = arrival_times(spec, stream(2, "test"), 100.0)
     for x in (25.0, 50.0, 90.0):
         p = (x / 100) ** 2
         assert abs(np.mean(t < x) - p) < Z * math.sqrt(p * (1 - p) / t.size)
@@ -342,7 +344,7 @@ def test_spikes_replace_the_rate_and_merge():
 
 def test_spike_arrivals_fall_in_the_spike():
     spec = Spikes(base_rate=1.0, spike_rate=101.0, spike_duration_s=10.0, at_s=[30])
-    t = spec.times(stream(4, "test"), 100.0)
+    t = arrival_times(spec, stream(4, "test"), 100.0)
     inside = np.mean((t >= 30) & (t < 40))
     p = 1010 / (90 + 1010)
     assert abs(inside - p) < Z * math.sqrt(p * (1 - p) / t.size)
@@ -355,21 +357,21 @@ def test_mean_rate_is_the_long_run_rate():
     assert OnOff(rate_on=10, rate_off=1, mean_on_s=1, mean_off_s=3).mean_rate == pytest.approx(3.25)
 
 
-def test_same_stream_same_times_and_function_form():
+def test_same_stream_same_times():
     spec = OnOff(**ON_OFF)
-    a = spec.times(stream(9, "test", "a"), 500.0)
+    a = arrival_times(spec, stream(9, "test", "a"), 500.0)
     b = arrival_times(spec, stream(9, "test", "a"), 500.0)
-    c = spec.times(stream(9, "test", "b"), 500.0)
+    c = arrival_times(spec, stream(9, "test", "b"), 500.0)
     np.testing.assert_array_equal(a, b)
     assert a.size != c.size or not np.array_equal(a, c)
 
 
 def test_zero_and_bad_durations():
     for spec, _, _ in STOCHASTIC_CASES:
-        assert spec.times(stream(0, "test"), 0.0).size == 0
+        assert arrival_times(spec, stream(0, "test"), 0.0).size == 0
         assert spec.expected_count(0.0) == 0.0
     with pytest.raises(ValueError, match="duration_s"):
-        Poisson(rate=1.0).times(stream(0, "test"), -1.0)
+        arrival_times(Poisson(rate=1.0), stream(0, "test"), -1.0)
     with pytest.raises(ValueError, match="duration_s"):
         Poisson(rate=1.0).expected_count(float("nan"))
 
@@ -491,7 +493,7 @@ processes = st.one_of(
     seed=st.integers(0, 2**32 - 1),
 )
 def test_times_are_sorted_and_inside_the_window(spec, duration_s, day_offset_s, seed):
-    t = spec.times(stream(seed, "prop"), duration_s, day_offset_s)
+    t = arrival_times(spec, stream(seed, "prop"), duration_s, day_offset_s)
     assert t.dtype == np.float64 and t.ndim == 1
     assert np.all(np.diff(t) >= 0)
     if t.size:

@@ -82,13 +82,29 @@ def test_epoch_windows_start_at_multiples_of_12s_from_time_zero():
     assert li.reserve(11.999, 1) == THROTTLED  # still window [0, 12)
     assert li.reserve(12.0, 100) == OK  # window [12, 24) starts exactly at 12
     assert li.wid == 1
-    assert li.reserve(40.0, 30) == OK  # window [36, 48); idle windows get empty rows
-    assert li.wid == 3
+    assert li.reserve(40.0, 30) == OK  # window [36, 48); the idle [24, 36) has no row
+    assert li.wid == 2
     s = stats(li)
-    assert s["start"] == [0.0, 12.0, 24.0, 36.0]
-    assert s["reserved"] == [100.0, 100.0, 0.0, 30.0]
-    assert s["admitted"] == [1, 1, 0, 1]
-    assert s["throttled"] == [1, 0, 0, 0]
+    assert s["start"] == [0.0, 12.0, 36.0]
+    assert s["reserved"] == [100.0, 100.0, 30.0]
+    assert s["admitted"] == [1, 1, 1]
+    assert s["throttled"] == [1, 0, 0]
+
+
+def test_idle_windows_are_not_stored():
+    """A month of silence between two requests costs no rows (windows are sparse), and a
+    reservation made before the silence still settles into its own row."""
+    li = lim(100, refund_to="current-window")
+    first = li.reserve(5.0, 60, actual=10)
+    month = 30 * 86400.0
+    assert li.reserve(month + 1.0, 80) == OK
+    li.settle(month + 2.0, first, 60, 10)  # current-window: 50 back to [month, month + 12)
+    assert li.reserve(month + 3.0, 60) == OK  # 80 - 50 + 60 <= 100
+    s = stats(li)
+    assert s["start"] == [0.0, month]
+    assert s["settled"] == [10.0, 0.0]
+    assert s["reserved"] == [60.0, 140.0]
+    assert s["admitted"] == [1, 2]
 
 
 def test_first_hit_windows_start_at_the_first_billed_request_after_expiry():

@@ -22,6 +22,7 @@ import sim
 from sim.config.arrivals import ARRIVAL_ADAPTER
 from sim.policy.resolved import validate
 from sim.rng import stream
+from sim.workload.arrivals import arrival_times
 from sim.workload.demand import build_plan
 from sim.workload.load import scale_arrival, scaled_count
 
@@ -145,7 +146,7 @@ def test_fractional_block_is_stochastically_rounded_per_slot():
     them 5: the count over S slots is 4 S + Binomial(S, 1/2)."""
     spec = scale_arrival(ARRIVAL_ADAPTER.validate_python({"process": "block", "per_block": 3}),
                          1.5)
-    t = spec.times(stream(3, "t"), 12.0 * 1000)
+    t = arrival_times(spec, stream(3, "t"), 12.0 * 1000)
     per_slot = np.bincount(np.rint(t / 12.0).astype(int), minlength=1000)
     assert set(np.unique(per_slot)) == {4, 5}
     assert abs(t.size - 4500) <= Z * math.sqrt(1000 * 0.25)

@@ -1,16 +1,11 @@
-"""Synthetic open-loop arrival processes.
+"""Synthetic open-loop arrival processes: the specifications and their theory.
 
-Each process is a frozen pydantic model chosen by its ``process`` field. ``times`` draws
-one realisation of the arrival instants (seconds since simulation start, sorted, in
-``[0, duration_s)``); ``expected_count`` and ``count_variance`` give the closed-form mean
-and variance of the number of arrivals in ``[0, duration_s)``, so that tests can hold
-every process against theory.
-
-The Poisson-type processes are drawn by time transformation. Their rate is piecewise
-linear in time (piecewise constant for most), so the cumulative intensity Λ(t) is
-piecewise quadratic with a closed-form inverse: draw ``N ~ Poisson(Λ(T))``, draw ``N``
-sorted uniform points on ``[0, Λ(T))`` and map them back through Λ⁻¹. That is exact,
-vectorised and needs no sort. The smooth daily curve is drawn by thinning.
+Each process is a frozen pydantic model chosen by its ``process`` field.
+``expected_count`` and ``count_variance`` give the closed-form mean and variance of the
+number of arrivals in ``[0, duration_s)``, so that tests can hold every process against
+theory; the Poisson-type processes expose their piecewise-linear ``rate_profile``. The
+draws themselves (one realisation of the arrival instants) are
+:mod:`sim.workload.arrivals`.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ _NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]
 
 
-class _Profile(NamedTuple):
+class RateProfile(NamedTuple):
     """A piecewise-linear rate: on ``[knots[i], knots[i+1])`` it runs from ``r0[i]`` to
     ``r1[i]`` arrivals per second."""
 
@@ -39,43 +34,6 @@ class _Profile(NamedTuple):
     def integrals(self) -> np.ndarray:
         """Expected arrivals in each segment."""
         return 0.5 * (self.r0 + self.r1) * np.diff(self.knots)
-
-
-def _nhpp(rng: np.random.Generator, profile: _Profile, duration_s: float) -> np.ndarray:
-    """Sorted arrival times (s) of a Poisson process whose rate follows ``profile``."""
-    seg = profile.integrals()
-    cum = np.concatenate(([0.0], np.cumsum(seg)))
-    n = int(rng.poisson(cum[-1])) if cum[-1] > 0 else 0
-    if n == 0:
-        return np.empty(0)
-    # Sorted uniforms on [0, Λ(T)) in O(n), no sort: the partial sums of n + 1 standard
-    # exponentials, divided by their total, have the law of uniform order statistics.
-    spacings = rng.standard_exponential(n + 1)
-    np.cumsum(spacings, out=spacings)
-    s = spacings[:-1]
-    s *= cum[-1] / spacings[-1]
-    i = 0
-    if seg.size > 1:
-        # side="right" skips zero-mass segments (zero rate or zero length) at a knot; the
-        # cap covers an s rounded up to Λ(T) when trailing segments have zero mass.
-        i = np.minimum(np.searchsorted(cum[1:-1], s, side="right"), np.flatnonzero(seg)[-1])
-    s -= cum[i]
-    lengths = np.diff(profile.knots)
-    slope = np.divide(
-        profile.r1 - profile.r0, lengths, out=np.zeros_like(lengths), where=lengths > 0
-    )
-    r0 = profile.r0[i]
-    if not slope.any():
-        x = s / r0
-    else:
-        # Root of r0*x + slope*x**2/2 = s, written without the cancellation of
-        # (sqrt(r0**2 + 2*slope*s) - r0) / slope when the slope is small.
-        root = np.sqrt(np.maximum(r0 * r0 + 2.0 * slope[i] * s, 0.0))
-        x = 2.0 * s / np.maximum(r0 + root, np.finfo(float).tiny)
-    t = profile.knots[i] + x
-    # Rounding can reorder neighbours by an ulp at segment edges; restore the order.
-    np.maximum.accumulate(t, out=t)
-    return np.minimum(t, np.nextafter(duration_s, 0.0), out=t)
 
 
 def _clock_knots(duration_s: float, day_offset_s: float, step_s: float) -> np.ndarray:
@@ -89,46 +47,32 @@ def _clock_knots(duration_s: float, day_offset_s: float, step_s: float) -> np.nd
 
 
 class _Arrivals(BaseModel):
-    """Subclasses implement ``_draw``, ``_mean`` and ``_variance`` for a duration > 0."""
+    """Subclasses implement ``_mean`` and ``_variance`` for a duration > 0; the draws are
+    :func:`sim.workload.arrivals.arrival_times`."""
 
     model_config = STRICT_CONFIG
 
-    def times(
-        self, rng: np.random.Generator, duration_s: float, day_offset_s: float = 0.0
-    ) -> np.ndarray:
-        """Sorted float64 arrival times in seconds, all in ``[0, duration_s)``.
-
-        ``day_offset_s`` is the UTC time of day (seconds after 00:00) at simulation time 0;
-        only :class:`DailyProfile` depends on it.
-        """
-        duration_s = _checked(duration_s)
-        if duration_s == 0:
-            return np.empty(0)
-        return self._draw(rng, duration_s, float(day_offset_s))
-
     def expected_count(self, duration_s: float, day_offset_s: float = 0.0) -> float:
         """Exact mean number of arrivals in ``[0, duration_s)``."""
-        return float(self._mean(_checked(duration_s), float(day_offset_s)))
+        return float(self._mean(checked_duration(duration_s), float(day_offset_s)))
 
     def count_variance(self, duration_s: float, day_offset_s: float = 0.0) -> float | None:
         """Exact variance of the number of arrivals in ``[0, duration_s)``."""
-        return float(self._variance(_checked(duration_s), float(day_offset_s)))
+        return float(self._variance(checked_duration(duration_s), float(day_offset_s)))
 
 
-def _checked(duration_s: float) -> float:
+def checked_duration(duration_s: float) -> float:
+    """``duration_s`` as a float; a ``ValueError`` unless finite and >= 0."""
     if not (math.isfinite(duration_s) and duration_s >= 0):
         raise ValueError(f"duration_s must be finite and >= 0, got {duration_s!r}")
     return float(duration_s)
 
 
 class _PoissonLike(_Arrivals):
-    """A Poisson process with a piecewise-linear rate ``_profile``: variance = mean."""
-
-    def _draw(self, rng, duration_s, day_offset_s):
-        return _nhpp(rng, self._profile(duration_s, day_offset_s), duration_s)
+    """A Poisson process with a piecewise-linear rate ``rate_profile``: variance = mean."""
 
     def _mean(self, duration_s, day_offset_s):
-        return self._profile(duration_s, day_offset_s).integrals().sum()
+        return self.rate_profile(duration_s, day_offset_s).integrals().sum()
 
     def _variance(self, duration_s, day_offset_s):
         return self._mean(duration_s, day_offset_s)
@@ -145,8 +89,8 @@ class Poisson(_PoissonLike):
         """Arrivals per second."""
         return self.rate
 
-    def _profile(self, duration_s, day_offset_s):
-        return _Profile(np.array([0.0, duration_s]), *[np.array([self.rate])] * 2)
+    def rate_profile(self, duration_s, day_offset_s):
+        return RateProfile(np.array([0.0, duration_s]), *[np.array([self.rate])] * 2)
 
 
 class ConstantRate(_Arrivals):
@@ -162,7 +106,7 @@ class ConstantRate(_Arrivals):
         """Arrivals per second."""
         return self.rate
 
-    def _count(self, duration_s: float) -> int:
+    def count_before(self, duration_s: float) -> int:
         if self.rate == 0 or duration_s == 0:
             return 0
         n = max(0, math.ceil(self.rate * duration_s - self.phase))
@@ -170,11 +114,8 @@ class ConstantRate(_Arrivals):
         n += (n + self.phase) / self.rate < duration_s
         return n - (n > 0 and (n - 1 + self.phase) / self.rate >= duration_s)
 
-    def _draw(self, rng, duration_s, day_offset_s):
-        return (np.arange(self._count(duration_s)) + self.phase) / self.rate
-
     def _mean(self, duration_s, day_offset_s):
-        return self._count(duration_s)
+        return self.count_before(duration_s)
 
     def _variance(self, duration_s, day_offset_s):
         return 0.0
@@ -206,24 +147,6 @@ class OnOff(_Arrivals):
     def mean_rate(self) -> float:
         """Long-run arrivals per second."""
         return self.p_on * self.rate_on + (1 - self.p_on) * self.rate_off
-
-    def _draw(self, rng, duration_s, day_offset_s):
-        on = rng.random() < self.p_on if self.start == "stationary" else self.start == "on"
-        first, second = self.mean_on_s, self.mean_off_s
-        r_first, r_second = self.rate_on, self.rate_off
-        if not on:
-            first, second, r_first, r_second = second, first, r_second, r_first
-        chunks, reached = [], 0.0
-        while reached < duration_s:
-            # Draw whole (first, second) pairs so the alternation carries over chunks.
-            k = int(1.1 * (duration_s - reached) / (first + second)) + 8
-            sojourns = rng.standard_exponential((k, 2)) * (first, second)
-            chunks.append(reached + np.cumsum(sojourns.ravel()))
-            reached = chunks[-1][-1]
-        switches = np.concatenate(chunks)
-        knots = np.concatenate(([0.0], switches[switches < duration_s], [duration_s]))
-        rates = np.where(np.arange(knots.size - 1) % 2 == 0, r_first, r_second)
-        return _nhpp(rng, _Profile(knots, rates, rates), duration_s)
 
     def _on_time_moments(self, duration_s: float) -> tuple[float, float]:
         """Mean and variance of J, the time spent on during ``[0, duration_s)``.
@@ -288,37 +211,29 @@ class DailyProfile(_PoissonLike):
         """Arrivals per second, averaged over a whole day."""
         return self.rate
 
-    def _curve(self, t: np.ndarray, day_offset_s: float) -> np.ndarray:
+    def curve(self, t: np.ndarray, day_offset_s: float) -> np.ndarray:
         """The smooth curve's rate (per second) at simulation times ``t``."""
         turns = (t + day_offset_s % DAY_S) / DAY_S - self.peak_hour / 24
         return self.rate * (1 + self.amplitude * np.cos(2 * np.pi * turns))
 
-    def _profile(self, duration_s, day_offset_s):
+    def rate_profile(self, duration_s, day_offset_s):
         if self.hourly_weights is None:
             # Thinning envelope: the curve's maximum over each quarter hour of the clock
             # wastes ~2 % of candidates, a flat bound up to half. On a span shorter than a
             # day the curve is highest at an end unless the peak time lies inside.
             knots = _clock_knots(duration_s, day_offset_s, 900.0)
             to_peak = np.mod(self.peak_hour * HOUR_S - day_offset_s - knots[:-1], DAY_S)
-            ends = self._curve(knots, day_offset_s)
+            ends = self.curve(knots, day_offset_s)
             top = np.maximum(ends[:-1], ends[1:])
             rates = np.where(to_peak <= np.diff(knots), self.rate * (1 + self.amplitude), top)
-            return _Profile(knots, rates, rates)
+            return RateProfile(knots, rates, rates)
         knots = _clock_knots(duration_s, day_offset_s, HOUR_S)
         # The midpoint decides the hour, so a knot's rounding cannot pick the wrong one.
         mid = 0.5 * (knots[:-1] + knots[1:]) + day_offset_s % DAY_S
         hour = (np.floor(mid / HOUR_S) % 24).astype(int)
         w = np.asarray(self.hourly_weights)
         rates = self.rate * (w * (24 / w.sum()))[hour]
-        return _Profile(knots, rates, rates)
-
-    def _draw(self, rng, duration_s, day_offset_s):
-        t = super()._draw(rng, duration_s, day_offset_s)
-        if self.hourly_weights is None:
-            envelope = self._profile(duration_s, day_offset_s)
-            bound = envelope.r0[np.searchsorted(envelope.knots[1:-1], t, side="right")]
-            t = t[rng.random(t.size) * bound < self._curve(t, day_offset_s)]
-        return t
+        return RateProfile(knots, rates, rates)
 
     def _mean(self, duration_s, day_offset_s):
         if self.hourly_weights is not None:
@@ -362,7 +277,7 @@ class BlockSync(_Arrivals):
         """Long-run arrivals per second."""
         return self.per_block * (1 - self.miss_probability) / self.slot_s
 
-    def _slots(self, duration_s: float) -> tuple[np.ndarray, np.ndarray]:
+    def slots(self, duration_s: float) -> tuple[np.ndarray, np.ndarray]:
         """Slot starts that can reach ``[0, duration_s)`` and, for each, the probability q
         that one of its requests lands inside."""
         k_lo = math.floor(-(self.offset_s + self.jitter_s) / self.slot_s)
@@ -377,30 +292,14 @@ class BlockSync(_Arrivals):
                 q -= np.clip(-starts / self.jitter_s, 0.0, 1.0)
         return starts[q > 0], q[q > 0]
 
-    def _draw(self, rng, duration_s, day_offset_s):
-        starts, _ = self._slots(duration_s)
-        if self.miss_probability > 0:
-            starts = starts[rng.random(starts.size) >= self.miss_probability]
-        whole = math.floor(self.per_block)
-        frac = self.per_block - whole
-        if frac > 0:
-            t = np.repeat(starts, whole + (rng.random(starts.size) < frac))
-        else:
-            t = np.repeat(starts, int(whole))
-        if self.jitter_s > 0:
-            t += self.jitter_s * rng.random(t.size)
-            t = t[(t >= 0) & (t < duration_s)]
-            t.sort()
-        return t
-
     def _mean(self, duration_s, day_offset_s):
-        _, q = self._slots(duration_s)
+        _, q = self.slots(duration_s)
         return self.per_block * (1 - self.miss_probability) * q.sum()
 
     def _variance(self, duration_s, day_offset_s):
         # Per slot N = B * (I_1 + ... + I_K), K the slot's request count (m, or floor(m)
         # + Bernoulli(f)): E[K] = m, E[K^2] = m^2 + f(1 - f); then Var = E[N^2] - E[N]^2.
-        _, q = self._slots(duration_s)
+        _, q = self.slots(duration_s)
         m, p = self.per_block, self.miss_probability
         f = m - math.floor(m)
         second = m * q * (1 - q) + (m * m + f * (1 - f)) * q * q
@@ -423,11 +322,11 @@ class Ramp(_PoissonLike):
             raise ValueError("expected ramp_end_s > ramp_start_s")
         return self
 
-    def _profile(self, duration_s, day_offset_s):
+    def rate_profile(self, duration_s, day_offset_s):
         inner = [x for x in (self.ramp_start_s, self.ramp_end_s) if 0 < x < duration_s]
         knots = np.array([0.0, *inner, duration_s])
         r = np.interp(knots, [self.ramp_start_s, self.ramp_end_s], [self.start_rate, self.end_rate])
-        return _Profile(knots, r[:-1], r[1:])
+        return RateProfile(knots, r[:-1], r[1:])
 
 
 class Spikes(_PoissonLike):
@@ -441,7 +340,7 @@ class Spikes(_PoissonLike):
     spike_duration_s: FiniteFloat = Field(gt=0)
     at_s: tuple[_NonNegative, ...] = ()
 
-    def _profile(self, duration_s, day_offset_s):
+    def rate_profile(self, duration_s, day_offset_s):
         starts = np.sort(np.asarray(self.at_s, dtype=float))
         ends = starts + self.spike_duration_s
         if starts.size:
@@ -453,7 +352,7 @@ class Spikes(_PoissonLike):
         knots = np.clip(np.concatenate(([0.0], edges, [duration_s])), 0.0, duration_s)
         rates = np.full(knots.size - 1, self.base_rate)
         rates[1::2] = self.spike_rate
-        return _Profile(knots, rates, rates)
+        return RateProfile(knots, rates, rates)
 
 
 ArrivalProcess = Annotated[
@@ -464,10 +363,3 @@ ArrivalProcess = Annotated[
 
 ARRIVAL_ADAPTER: TypeAdapter[ArrivalProcess] = TypeAdapter(ArrivalProcess)
 """Validates a mapping (e.g. a scenario's ``arrival`` table) into an arrival process."""
-
-
-def arrival_times(
-    spec: ArrivalProcess, rng: np.random.Generator, duration_s: float, day_offset_s: float = 0.0
-) -> np.ndarray:
-    """Sorted arrival times in seconds in ``[0, duration_s)``: ``spec.times`` as a function."""
-    return spec.times(rng, duration_s, day_offset_s)

@@ -33,6 +33,7 @@ from ..vocabulary import (
     STREAMS,
     Rng,
 )
+from ..workload.arrivals import arrival_times
 from .certs import HOSTNAMES
 
 EXHAUSTED_CODE = 1013
@@ -234,8 +235,8 @@ class StreamDriver:
         d, clock = self.drive, self.drive.clock
         seed = d.scenario.seed
         base = (Rng.WS, Rng.CLIENT, c.name)
-        times = c.arrival.times(named_stream(seed, *base, Rng.WS_ARRIVAL), d.scenario.duration_s,
-                                d.scenario.day_offset_s)
+        times = arrival_times(c.arrival, named_stream(seed, *base, Rng.WS_ARRIVAL),
+                             d.scenario.duration_s, d.scenario.day_offset_s)
         lengths = c.session.sample(named_stream(seed, *base, Rng.SESSION), times.size)
 
         async def session(rid: int, t: float, length: float) -> None:

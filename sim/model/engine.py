@@ -43,7 +43,6 @@ from .transport import QUEUED, REFUSED, ClientPool
 from .websockets import Websockets
 
 FEED_HORIZON_S = 1.0
-_FEED_BLOCK = 4096
 _NAN = math.nan
 
 
@@ -202,7 +201,7 @@ class TierRun:
             self._retry_codes.append(frozenset(rc.OUTCOMES.index(o) for o in client.retry.retry_on
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)
-        self._next_rid = len(plan.demand)
+        self._next_rid = plan.open_count
         # A source's connections count against its key's account (the first for a key of
         # no account: its requests get 401 all the same).
         self._source_account = [max(0, self._key_account[t.keys.index(src.key)])
@@ -307,22 +306,27 @@ class TierRun:
 
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
-        d, env = self.plan.demand, self.env
+        env = self.env
         half_rtt, deciders = self._half_rtt, self._deciders
         schedule, to_send = env.schedule, self._to_send
-        n, i, next_report = len(d), 0, 0.0
+        blocks = self.plan.demand_blocks()
+        i, next_report = 0, 0.0
         j = blen = 0
-        while i < n:
+        more = True
+        while more:
             now = env.now
             until = now + FEED_HORIZON_S
             fed = [0] * len(deciders)  # new requests per source: their retry budgets grow
-            while i < n:
+            while True:
                 if j == blen:
                     # Python values for the next block only: memory stays flat in run length.
-                    cols = [c[i:i + _FEED_BLOCK].tolist() for c in
-                            (d.t, d.source, d.method, d.key, d.region, d.reserve, d.actual,
-                             d.service_s)]
-                    t, source, method, key, region, reserve, actual, service = cols
+                    d = next(blocks, None)
+                    if d is None:
+                        more = False
+                        break
+                    t, source, method, key, region, reserve, actual, service = (
+                        c.tolist() for c in (d.t, d.source, d.method, d.key, d.region,
+                                             d.reserve, d.actual, d.service_s))
                     j, blen = 0, len(t)
                 tj = t[j]
                 if tj >= until:
@@ -340,7 +344,7 @@ class TierRun:
             if self.progress and env.now >= next_report:
                 self.progress(env.now)
                 next_report = env.now + 60.0
-            if i < n:
+            if more:
                 yield env.timeout(max(until, math.floor(t[j])) - env.now)
 
     def _start_worker(self, src_idx: int, worker: int) -> None:

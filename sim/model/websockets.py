@@ -51,6 +51,7 @@ from ..policy.pricing import Pricing
 from ..policy.tiers import Tier
 from ..rng import stream
 from ..vocabulary import CLOSE_KINDS, DAY_S, HANDSHAKE_OUTCOMES, Rng
+from ..workload.arrivals import arrival_times
 from . import recorder as rc
 
 CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
@@ -331,7 +332,7 @@ class Websockets:
         """Open-loop sessions: each arrival tries once; refused sessions are lost."""
         env, T, seed, c = self.env, self.duration_s, self.seed, self.clients[ci]
         base = (Rng.WS, Rng.CLIENT, c.name)
-        times = c.arrival.times(stream(seed, *base, Rng.WS_ARRIVAL), T, self.day_offset_s)
+        times = arrival_times(c.arrival, stream(seed, *base, Rng.WS_ARRIVAL), T, self.day_offset_s)
         lengths = c.session.sample(stream(seed, *base, Rng.SESSION), times.size)
         draws = [BlockDraws(stream(seed, *base, p), _BLOCK)
                  for p in (Rng.FAULTS, Rng.RECONNECT, Rng.STALE)]

@@ -76,7 +76,8 @@ _EPS = 1e-9  # relative slack so that sums of decimal CU costs compare as on pap
 
 @dataclass(frozen=True)
 class WindowStats:
-    """Per-window columns (equal-length lists) exported once at the end of a run."""
+    """Per-window columns (equal-length lists) exported once at the end of a run: one
+    row per window opened, in start order; idle windows in between have no row."""
 
     start_s: list[float]
     reserved_cu: list[float]
@@ -149,8 +150,10 @@ class CULimiter:
         self.phase_s = float(phase_s)
         self._origin = refund_to == "origin-window"
 
-        # The current window: its id (position in the stats lists), start and counter.
+        # The current window: its id (position in the stats lists), its number on the
+        # epoch/utc grid, start and counter.
         self.wid = -1
+        self._k = -1
         self._start = -math.inf
         self._end = -math.inf  # for first-hit, no window is open while now >= _end
         self._used = 0.0
@@ -177,14 +180,13 @@ class CULimiter:
 
     # -- windows ---------------------------------------------------------------------
 
-    def _open_window(self, start: float, wid: int = -1) -> None:
-        if self._epoch:
-            while len(self._w_start) <= wid:  # idle windows in between get empty rows
-                self._append_window(len(self._w_start) * self.window_s - self._shift)
-        else:
-            wid = len(self._w_start)
-            self._append_window(start)
+    def _open_window(self, start: float, k: int = -1) -> None:
+        # Windows are stored sparsely: a row for each window opened (by a billed request,
+        # or a settle or query that falls in it), none for idle windows in between.
+        wid = len(self._w_start)
+        self._append_window(start)
         self.wid = wid
+        self._k = k
         self._start = start
         self._end = start + self.window_s
         self._used = 0.0
@@ -207,7 +209,7 @@ class CULimiter:
             w = self.window_s
             # now >= _end: a later window, even where rounding puts now + _shift a hair
             # below the boundary the current window's end was computed from
-            k = max(math.floor((now + self._shift) / w), self.wid + 1)
+            k = max(math.floor((now + self._shift) / w), self._k + 1)
             self._open_window(k * w - self._shift, k)
             return True
         return False

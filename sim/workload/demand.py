@@ -1,21 +1,33 @@
-"""The request stream a run replays against every tier, drawn once (common random numbers).
+"""The request stream a run replays against every tier (common random numbers).
 
 :func:`build_plan` turns a validated scenario into a :class:`Plan`: lookup tables
-(methods, keys, regions, sources) and the open-loop :class:`Demand` -- one row per
-logical request, columnar, sorted by send time, with every random attribute already
-drawn (method, sizing items, CU reserved and settled, service time). Closed-loop
-sources cannot be drawn up front (their timing depends on the replies), so each gets a
-:class:`RequestDrawer` on its own named stream: the k-th request of a worker is the same
-on every tier, only its timing differs.
+(methods, keys, regions, sources) and the open-loop demand -- one row per logical
+request, columnar, in send-time order, with every random attribute drawn (method, sizing
+items, CU reserved and settled, service time). :meth:`Plan.demand_blocks` draws it one
+time slice at a time (:data:`SLICE_S` seconds), so memory does not grow with the run's
+length; :attr:`Plan.demand` is the whole run at once, for tests and small runs.
+
+The draws do not depend on the slicing: each source's arrivals are an
+:class:`~sim.workload.arrivals.ArrivalStream`, and each of its random attributes
+(method mix, sizing items, sizing profiles, gas used, the service time of each method)
+has its own named stream, drawn in request order. Slicing by 60 s or taking the run
+whole gives the same demand (``tests/test_demand_slices.py``). A recorded trace stays
+whole in memory (it is the user's data, loaded once) and is handed out slice by slice.
+
+Closed-loop sources cannot be drawn up front (their timing depends on the replies), so
+each worker gets a :class:`RequestDrawer` on its own named streams: the k-th request of
+a worker is the same on every tier, only its timing differs.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
-from ..config.arrivals import arrival_times
 from ..config.scenario import Scenario, Source
 from ..policy.pricing import Pricing
 from ..policy.resolved import LoadedScenario
@@ -23,10 +35,14 @@ from ..policy.tiers import APIS
 from ..redact import pseudonym
 from ..rng import stream
 from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES, Rng
+from .arrivals import ArrivalStream, arrival_count
 from .load import load_note, scale_scenario
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
 _CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
+
+#: Seconds of open-loop demand drawn per block (:meth:`Plan.demand_blocks`).
+SLICE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -65,11 +81,16 @@ class Demand:
 
 @dataclass
 class Plan:
-    """Everything a tier's run needs that does not depend on the tier."""
+    """Everything a tier's run needs that does not depend on the tier.
+
+    ``open_count`` is the number of open-loop requests (closed-loop request ids follow
+    them); ``traces`` maps a trace source's index to its demand columns, sorted by time.
+    """
 
     loaded: LoadedScenario
     tables: Tables
-    demand: Demand
+    open_count: int
+    traces: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
     closed_sources: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -77,18 +98,69 @@ class Plan:
     def scenario(self) -> Scenario:
         return self.loaded.scenario
 
+    def demand_blocks(self, slice_s: float = SLICE_S) -> Iterator[Demand]:
+        """The open-loop demand in send-time order, one block per ``slice_s`` seconds of
+        the run (empty slices skipped), each drawn when asked for."""
+        sc = self.scenario
+        feeds: list = []
+        for i, src in enumerate(sc.sources):
+            if src.workers is not None:
+                continue
+            if i in self.traces:
+                feeds.append((i, None, self.traces[i]))
+                continue
+            key = self.tables.keys.index(src.key)
+            region = self.tables.regions.index(sc.region_of(src))
+            drawer = RequestDrawer(src, self.tables, self.loaded.pricing, sc, sc.seed)
+            feeds.append((i, _arrivals(sc, src), (key, region, drawer)))
+        done, k = [0] * len(feeds), 0
+        n_slices = max(1, math.ceil(sc.duration_s / slice_s))
+        while k < n_slices:
+            k += 1
+            end = math.inf if k == n_slices else k * slice_s
+            parts = []
+            for f, (i, arrivals, feed) in enumerate(feeds):
+                if arrivals is None:  # a trace: its columns, sorted by time
+                    hi = int(np.searchsorted(feed[0], end, side="left"))
+                    parts.append(tuple(c[done[f]:hi] for c in feed))
+                    done[f] = hi
+                    continue
+                key, region, drawer = feed
+                t = arrivals.until(end)
+                n = len(t)
+                method, items, reserve, actual, service = drawer.draw(n)
+                parts.append((t, np.full(n, i, dtype=np.int16), method,
+                              np.full(n, key, dtype=np.int16), np.full(n, region, dtype=np.int16),
+                              items, reserve, actual, service))
+            block = _merge(parts)
+            if len(block):
+                yield block
+
+    @cached_property
+    def demand(self) -> Demand:
+        """The whole open-loop demand at once (for tests and small runs; a run's engine
+        reads :meth:`demand_blocks`)."""
+        return _merge([tuple(getattr(b, c) for c in _COLUMNS) for b in self.demand_blocks()])
+
     def drawer_for(self, source: int, worker: int) -> RequestDrawer:
-        """The request drawer of one closed-loop worker, on its own named stream."""
+        """The request drawer of one closed-loop worker, on its own named streams."""
         sc = self.scenario
         return RequestDrawer(sc.sources[source], self.tables, self.loaded.pricing, sc, sc.seed,
                              stream_name=(Rng.WORKER, worker))
+
+
+def _arrivals(sc: Scenario, src: Source) -> ArrivalStream:
+    return ArrivalStream(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
+                         sc.duration_s, sc.day_offset_s)
 
 
 class RequestDrawer:
     """Draws the random attributes of a source's requests, vectorised.
 
     ``draw(n)`` returns columns (method, items, reserve, actual, service_s) for ``n``
-    requests. Used up front for open-loop sources and in chunks for closed-loop workers.
+    requests: for open-loop sources slice by slice, for closed-loop workers in chunks.
+    Each attribute has its own named stream (the service time one per method), drawn in
+    request order, so ``draw(a)`` then ``draw(b)`` equals ``draw(a + b)``.
     """
 
     def __init__(self, source: Source, tables: Tables, pricing: Pricing, scenario: Scenario,
@@ -102,8 +174,10 @@ class RequestDrawer:
         self._service = {m: scenario.methods[m].service_time for m in source.mix}
         base = (Rng.SOURCE, source.name, *stream_name)
         self._rng_mix = stream(seed, *base, Rng.MIX)
-        self._rng_sizing = stream(seed, *base, Rng.SIZING)
-        self._rng_service = stream(seed, *base, Rng.SERVICE)
+        self._rng_items = stream(seed, *base, Rng.SIZING, Rng.ITEMS)
+        self._rng_profile = stream(seed, *base, Rng.SIZING, Rng.PROFILE)
+        self._rng_gas = stream(seed, *base, Rng.SIZING, Rng.GAS)
+        self._rng_service = {m: stream(seed, *base, Rng.SERVICE, m) for m in source.mix}
         self._size_idx = tables.methods.index(SIZE_METHOD) if SIZE_METHOD in tables.methods else -1
         profiles = list(self._sizing.profiles)
         p = np.array([self._sizing.profiles[k] for k in profiles], dtype=float)
@@ -129,18 +203,19 @@ class RequestDrawer:
         service = np.empty(n, dtype=float)
         for m in np.unique(method):
             rows = np.flatnonzero(method == m)
-            spec = self._service[self._tables.methods[m]]
-            service[rows] = spec.sample(self._rng_service, len(rows))
+            name = self._tables.methods[m]
+            service[rows] = self._service[name].sample(self._rng_service[name], len(rows))
         return (method, items, np.round(reserve, _CU_DECIMALS), np.round(actual, _CU_DECIMALS),
                 service)
 
     def _draw_sizing(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rng, pricing = self._rng_sizing, self._pricing.sizing
-        items = np.maximum(1, np.rint(self._sizing.items.sample(rng, n))).astype(np.int32)
+        pricing = self._pricing.sizing
+        items = np.maximum(1, np.rint(self._sizing.items.sample(self._rng_items, n))
+                           ).astype(np.int32)
         total = int(items.sum())
-        profile = rng.choice(len(self._profile_p), total, p=self._profile_p)
+        profile = self._rng_profile.choice(len(self._profile_p), total, p=self._profile_p)
         cap = self._profile_cap[profile]
-        used = np.clip(self._sizing.gas_used.sample(rng, total), 0.0, 1.0) * cap
+        used = np.clip(self._sizing.gas_used.sample(self._rng_gas, total), 0.0, 1.0) * cap
         starts = np.concatenate(([0], np.cumsum(items)[:-1]))
         reserve = items * pricing.item_base_cu + np.add.reduceat(cap, starts) * pricing.cu_per_gas
         actual = items * pricing.item_base_cu + np.add.reduceat(used, starts) * pricing.cu_per_gas
@@ -199,36 +274,36 @@ def build_plan(loaded: LoadedScenario) -> Plan:
     extra = extra_methods(list(traces.values()), set(sc.methods))
     owners = {k: sc.sources[i].key for i, rt in traces.items() for k in trace_keys([rt])}
     tables = build_tables(loaded, extra, trace_keys(list(traces.values())), owners)
-    parts: list[tuple[np.ndarray, ...]] = []
-    closed: list[int] = []
-    for i, src in enumerate(sc.sources):
-        key = tables.keys.index(src.key)
-        region = tables.regions.index(sc.region_of(src))
-        if src.workers is not None:
-            closed.append(i)
-            continue
-        if src.trace is not None:
-            parts.append(trace_columns(src, i, traces[i], tables, loaded,
-                                       {**sc.methods, **extra}, notes))
-            continue
-        t = arrival_times(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
-                          sc.duration_s, sc.day_offset_s)
-        n = len(t)
-        drawer = RequestDrawer(src, tables, loaded.pricing, sc, sc.seed)
-        cols = drawer.draw(n)
-        parts.append((t, np.full(n, i, dtype=np.int16), cols[0],
-                      np.full(n, key, dtype=np.int16), np.full(n, region, dtype=np.int16),
-                      *cols[1:]))
-    t = cols = None  # the last source's columns live on only in ``parts``, which _merge empties
-    demand = _merge(parts)
-    return Plan(loaded, tables, demand, closed, notes)
+    closed = [i for i, src in enumerate(sc.sources) if src.workers is not None]
+    columns = {i: _sorted(trace_columns(src, i, traces[i], tables, loaded,
+                                        {**sc.methods, **extra}, notes))
+               for i, src in enumerate(sc.sources) if src.trace is not None}
+    # Closed-loop request ids follow the open-loop ones: count them first (arrival
+    # instants only, drawn and dropped chunk by chunk).
+    open_count = sum(len(c[0]) for c in columns.values()) + sum(
+        arrival_count(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
+                      sc.duration_s, sc.day_offset_s)
+        for src in sc.sources if src.workers is None and src.trace is None)
+    return Plan(loaded, tables, open_count, columns, closed, notes)
+
+
+def _sorted(cols: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """A trace's columns in time order (stable: equal times keep the trace's order)."""
+    t = cols[0]
+    if len(t) < 2 or not np.any(t[1:] < t[:-1]):
+        return cols
+    order = np.argsort(t, kind="stable")
+    return tuple(c[order] for c in cols)
+
+
+_COLUMNS = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")
+_DTYPES = (float, np.int16, np.int16, np.int16, np.int16, np.int32, float, float, float)
 
 
 def _merge(parts: list[tuple[np.ndarray, ...]]) -> Demand:
-    """One sorted table from the sources' parts (``parts`` is emptied as it goes, so the
-    peak is one copy of the demand plus a column, not three)."""
-    names = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")
-    dtypes = (float, np.int16, np.int16, np.int16, np.int16, np.int32, float, float, float)
+    """One table sorted by time (stable: equal times in source order) from the sources'
+    parts (``parts`` is emptied as it goes, so the peak is one copy plus a column)."""
+    names, dtypes = _COLUMNS, _DTYPES
     if not parts:
         return Demand(*(np.empty(0, dtype=d) for d in dtypes))
     cols = [np.concatenate([p[j] for p in parts]).astype(dtypes[j], copy=False)

@@ -1,9 +1,10 @@
 """How big a run will be, known before any demand is drawn, and the guard that refuses
 a run the machine cannot hold.
 
-A run keeps every logical request (the demand, once) and every attempt (per tier) in
-memory until the report is written. :func:`estimate` counts them from closed forms
-only, never by drawing:
+A run draws its demand slice by slice and spools its attempt rows to disk as it goes, so
+what grows with its size is small: the summary reads one tier's columns back at a time,
+and a trace source's rows stay whole in memory (in the parent and in each worker).
+:func:`estimate` counts requests from closed forms only, never by drawing:
 
 * an open-loop source: its arrival process's exact mean count over the duration
   (``expected_count``; for ``block`` with very many slots, its long-run rate times the
@@ -14,8 +15,9 @@ only, never by drawing:
 * ``[[streams]]``: handshakes (one per connection, plus one per session, drop and
   scheduled blip) and the deliveries of the published events to each connection.
 
-Memory is ``requests * BYTES_PER_REQUEST + attempts * tiers * BYTES_PER_ATTEMPT``, with
-figures measured by ``benchmarks/bench_memory.py``. :func:`check` refuses (a
+Memory is ``BASE_BYTES + attempts * BYTES_PER_ATTEMPT + trace rows * BYTES_PER_TRACE_ROW``
+(times the copies, one per worker process, for the trace rows and the base of each
+worker), with figures measured by ``benchmarks/bench_memory.py``. :func:`check` refuses (a
 :class:`~sim.errors.CapsimError`, exit code 2) a run whose estimate, one attempt per
 request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 ``--max-requests`` / ``max_requests`` limit; retries can multiply the attempts by up to
@@ -37,18 +39,23 @@ from ..policy.resolved import LoadedScenario
 from .load import scale_scenario
 
 # ``python3 benchmarks/bench_memory.py`` (whole ``capsim run``, peak RSS, 0.2 and 0.8
-# million requests on 1 and 3 tiers) measured 675 bytes per request on 1 tier and 1,056
-# on 3 tiers (slopes), a least-squares fit of 250 + 308 per tier over a 294 MiB base; a
-# 9-tier run of 0.2 million requests peaked at 914 MiB. The figures below give at least
-# every measured peak: 500 + 320 = 820 >= 675, 500 + 960 = 1,460 >= 1,056, 945 >= 914 MiB.
-BYTES_PER_REQUEST = 500
-"""Peak bytes one logical request costs once per run (the drawn demand, its temporaries)."""
-BYTES_PER_ATTEMPT = 64
-"""Peak bytes one attempt costs per tier: its rows are spooled to Parquet as the run goes
-(sim.records), so what stays is the summary's columns read back (about 28 bytes, twice
-while converted) and the latency the plot keeps; was 320 with rows held in memory."""
-BASE_BYTES = 300 * 2**20
-"""Interpreter, libraries and a small run."""
+# million requests on 1 and 3 tiers) measured 292.5 / 309.7 MiB on 1 tier and 326.8 /
+# 301.4 MiB on 3 tiers: flat within the noise of +-20 MiB (least squares: a 311 MiB base,
+# -8 bytes per request, 0 per attempt and tier), so at most ~35 bytes per request over 0.6
+# million. BYTES_PER_ATTEMPT is that bound, and what one tier's summary holds when it reads
+# its spool back (int columns 4 bytes, one float column and its copy 16, the successes'
+# latencies and the percentile's copy 16); it applies once, not per tier.
+BYTES_PER_ATTEMPT = 40
+"""Peak bytes one attempt of a tier costs while that tier's summary is computed (one tier
+at a time); was 64 per attempt and tier, unmeasured, with every tier's latencies kept."""
+BYTES_PER_TRACE_ROW = 500
+"""Peak bytes a trace source's row costs: the trace stays whole in memory (as the whole
+demand did, when this figure was measured at 500 per request), once per process."""
+BASE_BYTES = 350 * 2**20
+"""Interpreter, libraries and a run's fixed part (measured 292-327 MiB above)."""
+WORKER_BYTES = 200 * 2**20
+"""Each worker process of ``--jobs N`` (``benchmarks/bench_day.py``: 163 MiB for the
+largest worker of a 10-minute run of the default scenario's 9 tiers)."""
 SAFETY_FRACTION = 0.8
 """Share of the available memory a run may plan to use."""
 _MAX_EXACT_SLOTS = 1_000_000
@@ -90,11 +97,11 @@ class SizeEstimate:
 
     def bytes_needed(self, retries: bool = False) -> float:
         """Peak memory, with one attempt per request or (``retries``) every retry."""
-        http = sum(s.requests for s in self.sources if s.kind != "streams")
+        rows = sum(s.requests for s in self.sources if s.kind == "trace")
         attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
-        copies = 1 + (min(self.jobs, self.tiers) if self.jobs > 1 else 0)
-        return (BASE_BYTES + http * BYTES_PER_REQUEST * copies
-                + attempts * self.tiers * BYTES_PER_ATTEMPT)
+        workers = min(self.jobs, self.tiers) if self.jobs > 1 else 0
+        return (BASE_BYTES + workers * WORKER_BYTES + rows * BYTES_PER_TRACE_ROW * (1 + workers)
+                + attempts * BYTES_PER_ATTEMPT)
 
     def describe(self) -> str:
         """``about 3.6e08 requests per tier (arrival 'a': 3.6e08) on 9 tier(s)``."""

@@ -1,0 +1,120 @@
+"""The open-loop demand does not depend on how the run is sliced.
+
+The engine reads the demand one time slice at a time (``Plan.demand_blocks``), so memory
+stays flat in the run's length. That is only sound if the slices add up to the demand of
+the whole run, draw for draw. This holds by design (each source's arrivals come from an
+``ArrivalStream`` that draws in fixed internal chunks, and each random attribute has its
+own named stream drawn in request order), and these tests check it independently: the
+same demand, column for column and bit for bit, whether drawn whole, by 60 s slices or
+by slices of an arbitrary length.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_replay_model import _trace
+
+from sim.config.arrivals import (
+    BlockSync,
+    ConstantRate,
+    DailyProfile,
+    OnOff,
+    Poisson,
+    Ramp,
+    Spikes,
+)
+from sim.policy.resolved import validate
+from sim.policy.selection import load_scenario
+from sim.rng import stream
+from sim.vocabulary import SIZE_METHOD
+from sim.workload.arrivals import ArrivalStream, arrival_count, arrival_times
+from sim.workload.demand import RequestDrawer, build_plan
+
+COLUMNS = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")
+
+PROCESSES = [
+    Poisson(rate=40.0),
+    ConstantRate(rate=7.0, phase=0.3),
+    OnOff(rate_on=50.0, rate_off=5.0, mean_on_s=20.0, mean_off_s=40.0),
+    DailyProfile(rate=30.0, peak_hour=15.0, amplitude=0.6),
+    DailyProfile(rate=30.0, hourly_weights=[1.0 + (h % 5) for h in range(24)]),
+    BlockSync(per_block=30, jitter_s=25.0, offset_s=-3.0, miss_probability=0.1),
+    BlockSync(per_block=3, slot_s=0.01),  # more slots than one internal chunk
+    Ramp(start_rate=0.0, end_rate=80.0, ramp_start_s=100.0, ramp_end_s=2000.0),
+    Spikes(base_rate=10.0, spike_rate=90.0, spike_duration_s=45.0, at_s=(300.0, 900.0)),
+]
+
+
+def _sliced(spec, seed: int, duration_s: float, day_offset_s: float, edges) -> np.ndarray:
+    arrivals = ArrivalStream(spec, stream(seed, "slices"), duration_s, day_offset_s)
+    parts = [arrivals.until(e) for e in edges]
+    parts.append(arrivals.until(np.inf))
+    assert arrivals.count == sum(len(p) for p in parts)
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("spec", PROCESSES, ids=lambda s: s.process)
+@settings(max_examples=15, deadline=None)
+@given(slice_s=st.floats(0.5, 4000.0), seed=st.integers(0, 2**32 - 1),
+       day_offset_s=st.floats(0.0, 86400.0))
+def test_arrivals_sliced_equal_arrivals_whole(spec, slice_s, seed, day_offset_s):
+    duration_s = 3600.0
+    whole = arrival_times(spec, stream(seed, "slices"), duration_s, day_offset_s)
+    edges = np.arange(1, int(duration_s // slice_s) + 1) * slice_s
+    np.testing.assert_array_equal(_sliced(spec, seed, duration_s, day_offset_s, edges), whole)
+    assert arrival_count(spec, stream(seed, "slices"), duration_s, day_offset_s) == len(whole)
+    assert np.all(np.diff(whole) >= 0) and (whole.size == 0 or 0 <= whole[0] <= whole[-1] < 3600)
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(0, 700), min_size=1, max_size=6))
+def test_request_draws_in_pieces_equal_one_draw(sizes):
+    """Method mix, sizing (items, profiles, gas) and per-method service times."""
+    plan = build_plan(load_scenario("workloads/mixed-bundle.toml", overrides=["duration=60"]))
+    sc = plan.scenario
+    src = next(s for s in sc.sources if len(s.mix) > 1 and SIZE_METHOD in s.mix)
+
+    def drawer():
+        return RequestDrawer(src, plan.tables, plan.loaded.pricing, sc, sc.seed)
+
+    pieces = drawer()
+    parts = [pieces.draw(n) for n in sizes]
+    whole = drawer().draw(sum(sizes))
+    for j in range(len(whole)):
+        np.testing.assert_array_equal(np.concatenate([p[j] for p in parts]), whole[j])
+
+
+def _assert_same_demand(plan, slice_s):
+    whole = list(plan.demand_blocks(slice_s=plan.scenario.duration_s))
+    assert len(whole) == 1
+    blocks = list(plan.demand_blocks(slice_s=slice_s))
+    assert len(blocks) > 1
+    for b in blocks:  # each block holds one slice of the run
+        assert int(b.t[0] // slice_s) == int(min(b.t[-1], plan.scenario.duration_s) // slice_s)
+    for c in COLUMNS:
+        got = np.concatenate([getattr(b, c) for b in blocks])
+        np.testing.assert_array_equal(got, getattr(whole[0], c), err_msg=c)
+    assert len(whole[0]) == plan.open_count
+
+
+@pytest.mark.parametrize("path", [None, "workloads/indexer.toml", "workloads/mixed-bundle.toml",
+                                  "workloads/streams-bot.toml", "workloads/searcher.toml"])
+@pytest.mark.parametrize("slice_s", [60.0, 7.3])
+def test_demand_by_slices_equals_demand_whole(path, slice_s):
+    _assert_same_demand(build_plan(load_scenario(path, overrides=["duration=1200"])), slice_s)
+
+
+def test_a_trace_source_is_handed_out_by_slices_too(tmp_path):
+    df, trace = _trace(tmp_path, n=2000)
+    raw = {
+        "name": "replay", "duration": 700, "tiers": [], "account": {"keys": ["x"]},
+        "sources": [{"name": "rec", "key": "x", "trace": str(trace)},
+                    {"name": "synthetic", "key": "x", "arrival": {"process": "poisson",
+                                                                 "rate": 3.0}}],
+    }
+    plan = build_plan(validate(raw, "test"))
+    _assert_same_demand(plan, 60.0)
+    assert int((plan.demand.source == 0).sum()) == len(df)

@@ -1,0 +1,57 @@
+"""A killed run's spool folder is removed by the next run; a live run's is kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from sim.records import SPOOL_PREFIX, UNLOCKED_STALE_S, remove_stale_spools, spool_folder
+
+CHILD = """
+import os, sys
+from sim.records import spool_folder
+folder = spool_folder(sys.argv[1])
+open(os.path.join(folder.name, "tier0"), "w").write("rows")
+print(folder.name, flush=True)
+sys.stdin.readline()  # hold the folder until told
+"""
+
+
+def _child(parent):
+    p = subprocess.Popen([sys.executable, "-c", CHILD, str(parent)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    return p, p.stdout.readline().strip()
+
+
+def test_a_killed_runs_spool_is_removed_and_a_live_runs_is_kept(tmp_path):
+    killed, killed_dir = _child(tmp_path)
+    live, live_dir = _child(tmp_path)
+    try:
+        killed.send_signal(signal.SIGKILL)  # no chance to clean up
+        killed.wait()
+        assert os.path.isdir(killed_dir) and os.path.isdir(live_dir)
+        mine = spool_folder(str(tmp_path))  # the next run
+        assert not os.path.exists(killed_dir)
+        assert os.path.isfile(os.path.join(live_dir, "tier0"))
+        assert os.path.isdir(mine.name)
+        assert remove_stale_spools(str(tmp_path)) == []  # its own folder is in use too
+        mine.cleanup()
+        assert not os.path.exists(mine.name)
+    finally:
+        live.communicate("\n")
+    assert not os.path.exists(live_dir)  # removed by its own run on exit
+
+
+def test_unlocked_folders_are_removed_only_when_old(tmp_path):
+    old, new = tmp_path / (SPOOL_PREFIX + "old"), tmp_path / (SPOOL_PREFIX + "new")
+    other = tmp_path / "not-a-spool"
+    for d in (old, new, other):
+        d.mkdir()
+    past = time.time() - UNLOCKED_STALE_S - 60
+    os.utime(old, (past, past))
+    os.utime(other, (past, past))
+    assert remove_stale_spools(str(tmp_path)) == [old]
+    assert new.is_dir() and other.is_dir()
