@@ -11,13 +11,18 @@ draws themselves (one realisation of the arrival instants) are
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
 
-import numpy as np
 from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
 from ..vocabulary import DAY_S, HOUR_S
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+# numpy is imported where a rate profile is built, not with the models: `capsim validate`
+# loads these specs and needs only the closed forms of the common processes.
 
 _NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]
@@ -33,12 +38,16 @@ class RateProfile(NamedTuple):
 
     def integrals(self) -> np.ndarray:
         """Expected arrivals in each segment."""
+        import numpy as np
+
         return 0.5 * (self.r0 + self.r1) * np.diff(self.knots)
 
 
 def _clock_knots(duration_s: float, day_offset_s: float, step_s: float) -> np.ndarray:
     """0, each simulation time in ``(0, duration_s)`` where the UTC clock is a multiple of
     ``step_s``, and ``duration_s``."""
+    import numpy as np
+
     c0 = day_offset_s % DAY_S
     k = np.arange(math.floor(c0 / step_s) + 1, math.ceil((c0 + duration_s) / step_s))
     inner = k * step_s - c0
@@ -59,6 +68,11 @@ class _Arrivals(BaseModel):
     def count_variance(self, duration_s: float, day_offset_s: float = 0.0) -> float | None:
         """Exact variance of the number of arrivals in ``[0, duration_s)``."""
         return float(self._variance(checked_duration(duration_s), float(day_offset_s)))
+
+
+def _unit(x: float) -> float:
+    """``x`` clipped to ``[0, 1]``."""
+    return min(max(x, 0.0), 1.0)
 
 
 def checked_duration(duration_s: float) -> float:
@@ -90,7 +104,12 @@ class Poisson(_PoissonLike):
         return self.rate
 
     def rate_profile(self, duration_s, day_offset_s):
+        import numpy as np
+
         return RateProfile(np.array([0.0, duration_s]), *[np.array([self.rate])] * 2)
+
+    def _mean(self, duration_s, day_offset_s):
+        return self.rate * duration_s  # its one-segment profile's integral, exactly
 
 
 class ConstantRate(_Arrivals):
@@ -213,10 +232,14 @@ class DailyProfile(_PoissonLike):
 
     def curve(self, t: np.ndarray, day_offset_s: float) -> np.ndarray:
         """The smooth curve's rate (per second) at simulation times ``t``."""
+        import numpy as np
+
         turns = (t + day_offset_s % DAY_S) / DAY_S - self.peak_hour / 24
         return self.rate * (1 + self.amplitude * np.cos(2 * np.pi * turns))
 
     def rate_profile(self, duration_s, day_offset_s):
+        import numpy as np
+
         if self.hourly_weights is None:
             # Thinning envelope: the curve's maximum over each quarter hour of the clock
             # wastes ~2 % of candidates, a flat bound up to half. On a span shorter than a
@@ -277,33 +300,37 @@ class BlockSync(_Arrivals):
         """Long-run arrivals per second."""
         return self.per_block * (1 - self.miss_probability) / self.slot_s
 
-    def slots(self, duration_s: float) -> tuple[np.ndarray, np.ndarray]:
+    def slots(self, duration_s: float) -> tuple[list[float], list[float]]:
         """Slot starts that can reach ``[0, duration_s)`` and, for each, the probability q
         that one of its requests lands inside."""
         k_lo = math.floor(-(self.offset_s + self.jitter_s) / self.slot_s)
         k_hi = math.ceil((duration_s - self.offset_s) / self.slot_s)
-        starts = self.offset_s + self.slot_s * np.arange(k_lo, k_hi + 1)
-        if self.jitter_s == 0:
-            q = ((starts >= 0) & (starts < duration_s)).astype(float)
-        else:
-            # P(0 <= start + jitter * U < T), as a difference of two uniform CDFs.
-            with np.errstate(over="ignore"):  # a tiny jitter gives ±inf, clipped to 0 or 1
-                q = np.clip((duration_s - starts) / self.jitter_s, 0.0, 1.0)
-                q -= np.clip(-starts / self.jitter_s, 0.0, 1.0)
-        return starts[q > 0], q[q > 0]
+        starts, qs = [], []
+        for k in range(k_lo, k_hi + 1):
+            start = self.offset_s + self.slot_s * k
+            if self.jitter_s == 0:
+                q = 1.0 if 0 <= start < duration_s else 0.0
+            else:
+                # P(0 <= start + jitter * U < T), as a difference of two uniform CDFs (a
+                # tiny jitter gives ±inf, clipped to 0 or 1).
+                q = _unit((duration_s - start) / self.jitter_s) - _unit(-start / self.jitter_s)
+            if q > 0:
+                starts.append(start)
+                qs.append(q)
+        return starts, qs
 
     def _mean(self, duration_s, day_offset_s):
         _, q = self.slots(duration_s)
-        return self.per_block * (1 - self.miss_probability) * q.sum()
+        return self.per_block * (1 - self.miss_probability) * math.fsum(q)
 
     def _variance(self, duration_s, day_offset_s):
         # Per slot N = B * (I_1 + ... + I_K), K the slot's request count (m, or floor(m)
         # + Bernoulli(f)): E[K] = m, E[K^2] = m^2 + f(1 - f); then Var = E[N^2] - E[N]^2.
-        _, q = self.slots(duration_s)
+        _, qs = self.slots(duration_s)
         m, p = self.per_block, self.miss_probability
         f = m - math.floor(m)
-        second = m * q * (1 - q) + (m * m + f * (1 - f)) * q * q
-        return ((1 - p) * second - (1 - p) ** 2 * m * m * q * q).sum()
+        return math.fsum((1 - p) * (m * q * (1 - q) + (m * m + f * (1 - f)) * q * q)
+                         - (1 - p) ** 2 * m * m * q * q for q in qs)
 
 
 class Ramp(_PoissonLike):
@@ -323,6 +350,8 @@ class Ramp(_PoissonLike):
         return self
 
     def rate_profile(self, duration_s, day_offset_s):
+        import numpy as np
+
         inner = [x for x in (self.ramp_start_s, self.ramp_end_s) if 0 < x < duration_s]
         knots = np.array([0.0, *inner, duration_s])
         r = np.interp(knots, [self.ramp_start_s, self.ramp_end_s], [self.start_rate, self.end_rate])
@@ -341,6 +370,8 @@ class Spikes(_PoissonLike):
     at_s: tuple[_NonNegative, ...] = ()
 
     def rate_profile(self, duration_s, day_offset_s):
+        import numpy as np
+
         starts = np.sort(np.asarray(self.at_s, dtype=float))
         ends = starts + self.spike_duration_s
         if starts.size:
