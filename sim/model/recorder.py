@@ -149,6 +149,7 @@ class Recorder:
         self._chunk_rows = chunk_rows
         self._new_attempt_buffers()
         self._new_request_buffers()
+        self._handshakes: tuple[list, ...] = tuple([] for _ in range(8))
 
     def _new_attempt_buffers(self) -> None:
         self.attempt_cols: tuple[list, ...] = tuple([] for _ in ATTEMPT_COLUMNS)
@@ -179,6 +180,38 @@ class Recorder:
         if len(self._r_rows) >= self._chunk_rows:
             self._flush_requests()
 
+    def handshake(self, source, method, key, region, t, outcome, cu, retry_after) -> None:
+        """Record one websocket handshake: an attempt row sent and answered at ``t``,
+        reserving and settling ``cu``. Handshake rows follow every other attempt row and
+        take request ids from ``close(handshake_rid=...)`` on, in the order recorded."""
+        for col, v in zip(self._handshakes, (source, method, key, region, t, outcome, cu,
+                                             retry_after), strict=True):
+            col.append(v)
+
+    def _write_handshakes(self, first_rid: int) -> None:
+        h = self._handshakes
+        n = len(h[0])
+        for lo in range(0, n, self._chunk_rows):
+            hi = min(n, lo + self._chunk_rows)
+            t = np.asarray(h[4][lo:hi], dtype=np.float64)
+            cu = np.asarray(h[6][lo:hi], dtype=np.float64)
+            chunk = {"request_id": np.arange(first_rid + lo, first_rid + hi, dtype=np.int64),
+                     "attempt": np.ones(hi - lo, dtype=np.int16),
+                     "source": np.asarray(h[0][lo:hi], dtype=np.int16),
+                     "method": np.asarray(h[1][lo:hi], dtype=np.int16),
+                     "key": np.asarray(h[2][lo:hi], dtype=np.int16),
+                     "region": np.asarray(h[3][lo:hi], dtype=np.int16),
+                     "t_send": t, "t_end": t.copy(),
+                     "outcome": np.asarray(h[5][lo:hi], dtype=np.int8),
+                     "cu_reserved": cu, "cu_settled": cu.copy(),
+                     "retry_after_s": np.asarray(h[7][lo:hi], dtype=np.float64),
+                     "phantom": np.zeros(hi - lo, dtype=np.bool_),
+                     "stream_wait_s": np.zeros(hi - lo, dtype=np.float64)}
+            if self._on_chunk is not None:
+                self._on_chunk(chunk)
+            self.attempt_sink.write(chunk)
+        self._handshakes = tuple([] for _ in h)
+
     def _flush_attempts(self) -> None:
         if not self._a_rows:
             return
@@ -197,9 +230,11 @@ class Recorder:
         self._new_request_buffers()
         self.request_sink.write(chunk)
 
-    def close(self) -> None:
-        """Flush what is buffered and close the sinks."""
+    def close(self, handshake_rid: int = 0) -> None:
+        """Flush what is buffered and close the sinks; handshake rows are numbered from
+        ``handshake_rid`` (the first id no logical request took)."""
         self._flush_attempts()
+        self._write_handshakes(handshake_rid)
         self._flush_requests()
         self.attempt_sink.close()
         self.request_sink.close()

@@ -1,0 +1,422 @@
+"""The websocket session processes of one tier's run: clients, handshakes, publishing.
+
+Closed-loop clients hold ``connections`` connections each (a generator per connection:
+connect, live, drop or end, reconnect); open-loop clients try one handshake per arrival
+and hold an admitted session until its end (the Erlang-B set-up). The service side
+decides each handshake (key, API selection, the account's :class:`SlotPool`, connect
+CU) and publishes each stream once per account. The rules and a timeline are in
+:mod:`sim.model.websockets`; what is recorded, and how, in :mod:`sim.model.ws_records`.
+
+Events are counted, not stored: each stream keeps a running count of events published,
+and a connection notes the count when it goes up or down, so an event costs O(1) plus
+O(live connections) on billed streams only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable
+
+import numpy as np
+import simpy
+
+from ..config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
+from ..draws import BlockDraws
+from ..policy.limiter import NO_ALLOWANCE
+from ..policy.limiter import OK as LIM_OK
+from ..policy.limiters import Limiter
+from ..policy.pricing import Pricing
+from ..policy.slots import SlotPool, summed_series
+from ..policy.tiers import Tier
+from ..rng import stream
+from ..vocabulary import AUTH_401, CLOSE_KINDS, DAY_S, OK, PAY_402, WS_435, WS_CU
+from .ws_records import HandshakeSink, WebsocketsResult, WsRecords
+
+CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
+_BLOCK = 1024
+_NAN = math.nan
+_W_END, _W_SESSION, _W_DROP = 0, 1, 2  # why a live connection's wait ended (ties: this order)
+
+
+class _Conn:
+    """One connection a client wants: its state and the event-count marks."""
+
+    __slots__ = ("client", "idx", "stream", "proc", "live", "mark", "want_since", "t_open",
+                 "open_mark", "dropped", "lost_before", "faults", "reconnect", "stale")
+
+    def __init__(self, client: int, idx: int, stream_name: str, faults: BlockDraws,
+                 reconnect: BlockDraws, stale: BlockDraws) -> None:
+        self.client, self.idx, self.stream = client, idx, stream_name
+        self.proc: simpy.Process | None = None
+        self.live = False
+        self.mark = self.open_mark = self.dropped = self.lost_before = 0
+        self.want_since = self.t_open = 0.0
+        self.faults, self.reconnect, self.stale = faults, reconnect, stale
+
+
+class Websockets:
+    """The websocket side of one tier's run, sharing ``env`` and ``limiter`` with HTTP.
+
+    Build it, call :meth:`start` before ``env.run()``, and :meth:`result` after the
+    environment has reached ``duration_s``. ``key_valid(label)`` tells whether a key
+    label is one of the account's keys. Nothing happens at or after ``duration_s``.
+
+    Several accounts: ``accounts`` lists each account's ``(limiter, tier)`` and
+    ``account_of_key(label)`` gives a key's account index (None: no account, 401); each
+    account then has its own slot pool, and a client's handshakes and billed deliveries
+    draw on its key's account. Without them, ``limiter`` and ``tier`` are the one account.
+
+    ``handshakes``: where each handshake goes as it happens (a tier's run passes a
+    :class:`~sim.model.ws_records.RecorderHandshakes`); by default the model keeps a
+    :class:`~sim.model.ws_records.HandshakeLog`, returned in the result.
+    """
+
+    def __init__(self, env: simpy.Environment, limiter: Limiter, tier: Tier,
+                 clients: list[StreamClient], settings: WebsocketSettings, pricing: Pricing,
+                 key_valid: Callable[[str], bool], seed: int, duration_s: float, *,
+                 day_offset_s: float = 0.0, accounts: list[tuple[Limiter, Tier]] | None = None,
+                 account_of_key: Callable[[str], int | None] | None = None,
+                 handshakes: HandshakeSink | None = None) -> None:
+        names = [c.name for c in clients]
+        if len(set(names)) != len(names):
+            raise ValueError("stream clients: expected unique names")
+        self.env, self.limiter, self.tier = env, limiter, tier
+        self.clients, self.settings, self.seed = list(clients), settings, int(seed)
+        self.duration_s, self.day_offset_s = float(duration_s), float(day_offset_s)
+        if accounts is None:
+            accounts = [(limiter, tier)]
+            def account_of_key(k: str) -> int | None:
+                return 0 if key_valid(k) else None
+        self.pools = [SlotPool(t.ws_cap, settings.retry_after_live_s) for _, t in accounts]
+        self._limiters = [lim for lim, _ in accounts]
+        owner = [account_of_key(c.key) for c in clients]
+        self._acct = [-1 if a is None else a for a in owner]  # by client
+        self._connect_cu = float(pricing.websocket.connect_cu)
+        used = list(dict.fromkeys(c.stream for c in clients))
+        self._sources: dict[str, StreamSource] = {s: settings.source(s) for s in used}
+        self._publish_cu = {s: float(pricing.websocket.publish_cu.get(s, 0.0)) if src.billed
+                            else 0.0 for s, src in self._sources.items()}
+        self._published = dict.fromkeys(used, 0)
+        self._live: dict[str, dict[_Conn, None]] = {s: {} for s in used}
+        self._active: dict[_Conn, None] = {}  # connections currently wanted
+        self._key_ok = [a >= 0 for a in self._acct]
+        self._allowed = [accounts[max(a, 0)][1].includes(c.api)
+                         for a, c in zip(self._acct, clients, strict=True)]
+        self._drop_all = [tuple(sorted(c.faults.drop_all_at_s)) for c in clients]
+        self.records = WsRecords(len(clients), handshakes)
+        self._started = False
+        self._result: WebsocketsResult | None = None
+
+    @property
+    def pool(self) -> SlotPool:
+        """The first account's slot pool (the only one with a single account)."""
+        return self.pools[0]
+
+    @property
+    def cu_connect(self) -> float:
+        """Connect CU spent so far."""
+        return self.records.cu_connect
+
+    @property
+    def cu_publish(self) -> float:
+        """Publish CU spent so far."""
+        return self.records.cu_publish
+
+    # -- processes -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Create the client processes, then one publisher per stream with clients."""
+        if self._started:
+            raise RuntimeError("start() called twice")
+        self._started = True
+        env, seed = self.env, self.seed
+        for ci, c in enumerate(self.clients):
+            if c.arrival is not None:
+                env.process(self._feeder(ci))
+                continue
+            for k in range(c.connections):
+                base = ("ws", "client", c.name, k)
+                conn = _Conn(ci, k, c.stream, BlockDraws(stream(seed, *base, "faults"), _BLOCK),
+                             BlockDraws(stream(seed, *base, "reconnect"), _BLOCK),
+                             BlockDraws(stream(seed, *base, "stale"), _BLOCK))
+                conn.proc = env.process(self._holder(conn, base))
+        for s in self._sources:
+            env.process(self._publisher(s))
+
+    def _holder(self, conn: _Conn, base: tuple):
+        """A closed-loop connection: connect, live, drop or end, reconnect, repeat."""
+        env, T, ci = self.env, self.duration_s, conn.client
+        c = self.clients[ci]
+        policy = c.reconnect
+        lengths = (None if c.session is None
+                   else BlockDraws(stream(self.seed, *base, "session"), 64, c.session.sample))
+        gaps = BlockDraws(stream(self.seed, *base, "gap"), 64, c.gap.sample)
+        while True:
+            self._want(conn, env.now)
+            session_end, failures = math.inf, 0
+            while True:
+                now = env.now
+                outcome, retry_after = self._handshake(conn, now)
+                if outcome == OK:
+                    failures = 0
+                    if lengths is not None and session_end == math.inf:
+                        session_end = now + lengths()
+                    self._open(conn, now)
+                    reason, wake = self._next_wake(conn, now, session_end)
+                    try:
+                        yield env.timeout(wake - now)
+                    except simpy.Interrupt:  # closed by a publisher: CU exhausted
+                        reason = None
+                    if reason == _W_END:
+                        return
+                    if reason == _W_SESSION:
+                        self._close(conn, env.now, CLEAN)
+                        break
+                    if reason == _W_DROP:
+                        self._drop(conn, env.now)
+                    delay = self._delay(policy, conn, 1, _NAN)
+                else:
+                    failures += 1
+                    if policy.max_attempts is not None and failures >= policy.max_attempts:
+                        self.records.gave_up[ci] += 1
+                        return  # still wanted, down until the end of the run
+                    delay = max(self._delay(policy, conn, failures + 1, retry_after),
+                                self.settings.min_retry_s)
+                t_next = env.now + delay
+                if t_next >= session_end and session_end < T:
+                    yield env.timeout(session_end - env.now)
+                    break
+                if t_next >= T:
+                    return
+                yield env.timeout(delay)
+            self._unwant(conn, env.now)
+            gap = gaps()
+            if env.now + gap >= T:
+                return
+            yield env.timeout(gap)
+
+    def _feeder(self, ci: int):
+        """Open-loop sessions: each arrival tries once; refused sessions are lost."""
+        env, T, seed, c = self.env, self.duration_s, self.seed, self.clients[ci]
+        base = ("ws", "client", c.name)
+        times = c.arrival.times(stream(seed, *base, "arrival"), T, self.day_offset_s)
+        lengths = c.session.sample(stream(seed, *base, "session"), times.size)
+        draws = [BlockDraws(stream(seed, *base, p), _BLOCK)
+                 for p in ("faults", "reconnect", "stale")]
+        on_end = self._end_wanting
+        for k, (t, length) in enumerate(zip(times.tolist(), lengths.tolist(), strict=True)):
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            conn = _Conn(ci, k, c.stream, *draws)
+            end = t + length
+            self._want(conn, t)
+            outcome, _ = self._handshake(conn, t)
+            if outcome == OK:
+                self._open(conn, t)
+                conn.proc = env.process(self._open_loop_live(conn, end))
+            elif end < T:
+                env.timeout(end - t, conn).callbacks.append(on_end)
+
+    def _open_loop_live(self, conn: _Conn, end: float):
+        """An admitted open-loop session: live until its end, a drop or exhaustion."""
+        env = self.env
+        reason, wake = self._next_wake(conn, env.now, end)
+        try:
+            yield env.timeout(wake - env.now)
+        except simpy.Interrupt:
+            reason = None
+        if reason == _W_END:
+            return
+        if reason == _W_SESSION:
+            self._close(conn, env.now, CLEAN)
+            self._unwant(conn, env.now)
+            return
+        if reason == _W_DROP:
+            self._drop(conn, env.now)
+        if end < self.duration_s:  # down (lost) for the rest of the session
+            yield env.timeout(end - env.now)
+            self._unwant(conn, env.now)
+
+    def _end_wanting(self, event) -> None:
+        self._unwant(event.value, self.env.now)
+
+    def _publisher(self, s: str):
+        """Publish ``s`` once per account; billed deliveries reserve CU one by one."""
+        env, live, published = self.env, self._live[s], self._published
+        lims, acct = self._limiters, self._acct
+        cost = self._publish_cu[s]
+        close = self.settings.on_exhausted == "close"
+        rec = self.records
+        for t in self._event_times(self._sources[s]):
+            yield env.timeout(t - env.now)
+            published[s] += 1
+            if cost <= 0.0 or not live:
+                continue
+            now, spent = env.now, 0.0
+            for conn in list(live) if close else live:
+                if lims[acct[conn.client]].spend(now, cost) == LIM_OK:
+                    spent += cost
+                    continue
+                conn.dropped += 1
+                if close:
+                    self._close(conn, now, EXHAUSTED)
+                    if conn.proc is not None and conn.proc.is_alive:
+                        conn.proc.interrupt("cu exhausted")
+            rec.cu_publish += spent
+
+    def _event_times(self, src: StreamSource):
+        """Publish times of ``src`` in ``[0, duration_s)``, increasing."""
+        T = self.duration_s
+        rng = stream(self.seed, "ws", "publish", src.stream)
+        if src.kind == "block":
+            k, p = 1, src.miss_probability
+            while True:
+                for u in rng.random(_BLOCK).tolist():
+                    t = k * src.slot_s
+                    if t >= T:
+                        return
+                    k += 1
+                    if u >= p:
+                        yield t
+        if src.rate <= 0:
+            return
+        accept = None
+        top = src.rate
+        if src.hourly_weights is not None:  # thinning against the busiest hour
+            w = np.asarray(src.hourly_weights, dtype=float)
+            w = w * (24.0 / w.sum())
+            top = src.rate * w.max()
+            accept = (w / w.max()).tolist()
+        off, t = self.day_offset_s, 0.0
+        while True:
+            gaps = (rng.standard_exponential(_BLOCK) / top).tolist()
+            us = rng.random(_BLOCK).tolist() if accept is not None else gaps
+            for g, u in zip(gaps, us, strict=True):
+                t += g
+                if t >= T:
+                    return
+                if accept is None or u < accept[int(((t + off) % DAY_S) // 3600.0)]:
+                    yield t
+
+    # -- the service side and the bookkeeping ---------------------------------------
+
+    def _handshake(self, conn: _Conn, now: float) -> tuple[int, float]:
+        """Key, API selection, slot cap, connect CU; record and return (outcome, Retry-After)."""
+        ci, retry_after = conn.client, _NAN
+        if not self._key_ok[ci]:
+            outcome = AUTH_401
+        elif not self._allowed[ci]:
+            outcome = PAY_402
+        else:
+            pool, lim = self.pools[self._acct[ci]], self._limiters[self._acct[ci]]
+            ok, wait = pool.acquire(now)
+            if not ok:
+                outcome, retry_after = WS_435, float(wait)
+            else:
+                status = lim.spend(now, self._connect_cu)
+                if status == LIM_OK:
+                    outcome = OK
+                    self.records.cu_connect += self._connect_cu
+                else:
+                    pool.release_clean(now)
+                    if status == NO_ALLOWANCE:
+                        outcome = PAY_402
+                    else:  # THROTTLED, or OVERSIZED (a connect cost above the budget)
+                        outcome = WS_CU
+                        retry_after = float(lim.retry_after(now))
+        self.records.handshake(now, ci, conn.idx, outcome, retry_after)
+        return outcome, retry_after
+
+    def _next_wake(self, conn: _Conn, now: float, session_end: float) -> tuple[int, float]:
+        """When and why a connection that just opened at ``now`` stops being live."""
+        faults = self.clients[conn.client].faults
+        wake, reason = self.duration_s, _W_END
+        if session_end < wake:
+            wake, reason = session_end, _W_SESSION
+        if faults.mean_time_between_drops_s is not None:
+            drop = now - faults.mean_time_between_drops_s * math.log1p(-conn.faults())
+            if drop < wake:
+                wake, reason = drop, _W_DROP
+        at = self._drop_all[conn.client]
+        if at:
+            i = bisect.bisect_right(at, now)
+            if i < len(at) and at[i] < wake:
+                wake, reason = at[i], _W_DROP
+        return reason, wake
+
+    def _drop(self, conn: _Conn, now: float) -> None:
+        frac = self.clients[conn.client].faults.clean_close_fraction
+        clean = frac >= 1.0 or (frac > 0.0 and conn.faults() < frac)
+        self._close(conn, now, CLEAN if clean else UNCLEAN)
+
+    def _delay(self, policy, conn: _Conn, n: int, retry_after: float) -> float:
+        """Seconds before reconnect attempt ``n`` (1 = the first after a disconnect)."""
+        kind = policy.policy
+        if kind == "immediate":
+            return 0.0
+        if kind == "fixed":
+            return policy.delay_s
+        if kind == "retry-after" and retry_after == retry_after:  # a header (not NaN)
+            return retry_after + policy.jitter_s * conn.reconnect()
+        return conn.reconnect() * min(policy.cap_s, policy.base_s * 2.0 ** min(n - 1, 60))
+
+    def _want(self, conn: _Conn, now: float) -> None:
+        conn.want_since, conn.mark, conn.lost_before = now, self._published[conn.stream], 0
+        self._active[conn] = None
+
+    def _unwant(self, conn: _Conn, now: float) -> None:
+        rec = self.records
+        rec.lost_down[conn.client] += self._published[conn.stream] - conn.mark
+        rec.wanted[conn.client] += now - conn.want_since
+        del self._active[conn]
+
+    def _open(self, conn: _Conn, now: float) -> None:
+        pub = self._published[conn.stream]
+        lost = pub - conn.mark
+        self.records.lost_down[conn.client] += lost
+        conn.lost_before += lost
+        conn.live, conn.t_open, conn.open_mark, conn.dropped = True, now, pub, 0
+        self._live[conn.stream][conn] = None
+
+    def _close(self, conn: _Conn, now: float, kind: int) -> None:
+        ci, pub = conn.client, self._published[conn.stream]
+        self.records.session(ci, conn.idx, conn.t_open, now, kind,
+                             pub - conn.open_mark - conn.dropped, conn.dropped,
+                             conn.lost_before)
+        conn.live, conn.mark, conn.lost_before = False, pub, 0
+        del self._live[conn.stream][conn]
+        pool = self.pools[self._acct[ci]]
+        if kind == UNCLEAN:
+            pool.release_unclean(now, self._stale_expiry(conn))
+        else:
+            pool.release_clean(now)
+
+    def _stale_expiry(self, conn: _Conn) -> float:
+        exp = self.settings.stale_expiry_s
+        if isinstance(exp, ExpiryRange):
+            return exp.low + (exp.high - exp.low) * conn.stale()
+        return float(exp)
+
+    # -- the result ------------------------------------------------------------------
+
+    def result(self) -> WebsocketsResult:
+        """Records and totals of the run (computed once, at ``duration_s``): connections
+        still wanted are counted up to ``duration_s``, live ones close as ``end``."""
+        if self._result is not None:
+            return self._result
+        if self.env.peek() < self.duration_s:
+            raise RuntimeError("result() called before the run reached duration_s")
+        T, rec = self.duration_s, self.records
+        for conn in self._active:  # still wanted at the end of the run
+            ci, pub = conn.client, self._published[conn.stream]
+            rec.wanted[ci] += T - conn.want_since
+            if conn.live:
+                rec.session(ci, conn.idx, conn.t_open, T, END,
+                            pub - conn.open_mark - conn.dropped, conn.dropped, conn.lost_before)
+            else:
+                rec.lost_down[ci] += pub - conn.mark
+        by_account = [p.series(T) for p in self.pools]
+        self._result = rec.result(self.clients, self._published, by_account,
+                                  summed_series([p.series(T) for p in self.pools]))
+        return self._result
