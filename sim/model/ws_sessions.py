@@ -7,9 +7,15 @@ decides each handshake (key, API selection, the account's :class:`SlotPool`, con
 CU) and publishes each stream once per account. The rules and a timeline are in
 :mod:`sim.model.websockets`; what is recorded, and how, in :mod:`sim.model.ws_records`.
 
-Events are counted, not stored: each stream keeps a running count of events published,
-and a connection notes the count when it goes up or down, so an event costs O(1) plus
-O(live connections) on billed streams only.
+Events are counted, not stored: a connection notes how many its stream had published
+when it goes up or down (:class:`~sim.model.ws_publish.PublishTimes` counts them
+lazily). Only a billed stream with live connections has a SimPy event per publish, a
+timeout callback that spends for every live connection in one pass and schedules the
+next; an unbilled stream, or one nobody is connected to, costs no event at all. Counted
+lazily, an event published at the very instant a connection opens, closes, or starts or
+stops being wanted, counts as published just after it: one at the instant of an open
+reaches the new connection, one at the instant of a close does not reach the closing one.
+(A process per stream ordered such ties by when each side had been scheduled.)
 """
 
 from __future__ import annotations
@@ -18,7 +24,6 @@ import bisect
 import math
 from collections.abc import Callable
 
-import numpy as np
 import simpy
 
 from ..config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
@@ -30,13 +35,26 @@ from ..policy.pricing import Pricing
 from ..policy.slots import SlotPool, summed_series
 from ..policy.tiers import Tier
 from ..rng import stream
-from ..vocabulary import AUTH_401, CLOSE_KINDS, DAY_S, OK, PAY_402, WS_435, WS_CU
+from ..vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU
+from .ws_publish import PublishTimes
 from .ws_records import HandshakeSink, WebsocketsResult, WsRecords
 
 CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
 _BLOCK = 1024
 _NAN = math.nan
 _W_END, _W_SESSION, _W_DROP = 0, 1, 2  # why a live connection's wait ended (ties: this order)
+
+
+class _Stream:
+    """One stream's publishing: its times, live connections and whether a publish event
+    is scheduled (``active``)."""
+
+    __slots__ = ("name", "times", "live", "cost", "active")
+
+    def __init__(self, name: str, times: PublishTimes, cost: float) -> None:
+        self.name, self.times, self.cost = name, times, cost
+        self.live: dict[_Conn, None] = {}
+        self.active = False
 
 
 class _Conn:
@@ -97,8 +115,11 @@ class Websockets:
         self._sources: dict[str, StreamSource] = {s: settings.source(s) for s in used}
         self._publish_cu = {s: float(pricing.websocket.publish_cu.get(s, 0.0)) if src.billed
                             else 0.0 for s, src in self._sources.items()}
-        self._published = dict.fromkeys(used, 0)
-        self._live: dict[str, dict[_Conn, None]] = {s: {} for s in used}
+        self._streams = {s: _Stream(s, PublishTimes(src, stream(seed, "ws", "publish", s),
+                                                    duration_s, day_offset_s),
+                                    self._publish_cu[s])
+                         for s, src in self._sources.items()}
+        self._close_on_exhausted = settings.on_exhausted == "close"
         self._active: dict[_Conn, None] = {}  # connections currently wanted
         self._key_ok = [a >= 0 for a in self._acct]
         self._allowed = [accounts[max(a, 0)][1].includes(c.api)
@@ -126,7 +147,7 @@ class Websockets:
     # -- processes -------------------------------------------------------------------
 
     def start(self) -> None:
-        """Create the client processes, then one publisher per stream with clients."""
+        """Create the client processes (streams publish on demand, see the module)."""
         if self._started:
             raise RuntimeError("start() called twice")
         self._started = True
@@ -141,8 +162,6 @@ class Websockets:
                              BlockDraws(stream(seed, *base, "reconnect"), _BLOCK),
                              BlockDraws(stream(seed, *base, "stale"), _BLOCK))
                 conn.proc = env.process(self._holder(conn, base))
-        for s in self._sources:
-            env.process(self._publisher(s))
 
     def _holder(self, conn: _Conn, base: tuple):
         """A closed-loop connection: connect, live, drop or end, reconnect, repeat."""
@@ -241,19 +260,15 @@ class Websockets:
     def _end_wanting(self, event) -> None:
         self._unwant(event.value, self.env.now)
 
-    def _publisher(self, s: str):
-        """Publish ``s`` once per account; billed deliveries reserve CU one by one."""
-        env, live, published = self.env, self._live[s], self._published
-        lims, acct = self._limiters, self._acct
-        cost = self._publish_cu[s]
-        close = self.settings.on_exhausted == "close"
-        rec = self.records
-        for t in self._event_times(self._sources[s]):
-            yield env.timeout(t - env.now)
-            published[s] += 1
-            if cost <= 0.0 or not live:
-                continue
-            now, spent = env.now, 0.0
+    def _publish(self, event) -> None:
+        """A billed stream publishes one event: every live connection reserves its cost
+        (one pass); one that cannot is closed or has the delivery dropped."""
+        st, now = event.value, self.env.now
+        st.times.pop()
+        live, cost = st.live, st.cost
+        if live:
+            lims, acct, close = self._limiters, self._acct, self._close_on_exhausted
+            spent = 0.0
             for conn in list(live) if close else live:
                 if lims[acct[conn.client]].spend(now, cost) == LIM_OK:
                     spent += cost
@@ -263,41 +278,19 @@ class Websockets:
                     self._close(conn, now, EXHAUSTED)
                     if conn.proc is not None and conn.proc.is_alive:
                         conn.proc.interrupt("cu exhausted")
-            rec.cu_publish += spent
+            self.records.cu_publish += spent
+        self._schedule(st, now)
 
-    def _event_times(self, src: StreamSource):
-        """Publish times of ``src`` in ``[0, duration_s)``, increasing."""
-        T = self.duration_s
-        rng = stream(self.seed, "ws", "publish", src.stream)
-        if src.kind == "block":
-            k, p = 1, src.miss_probability
-            while True:
-                for u in rng.random(_BLOCK).tolist():
-                    t = k * src.slot_s
-                    if t >= T:
-                        return
-                    k += 1
-                    if u >= p:
-                        yield t
-        if src.rate <= 0:
-            return
-        accept = None
-        top = src.rate
-        if src.hourly_weights is not None:  # thinning against the busiest hour
-            w = np.asarray(src.hourly_weights, dtype=float)
-            w = w * (24.0 / w.sum())
-            top = src.rate * w.max()
-            accept = (w / w.max()).tolist()
-        off, t = self.day_offset_s, 0.0
-        while True:
-            gaps = (rng.standard_exponential(_BLOCK) / top).tolist()
-            us = rng.random(_BLOCK).tolist() if accept is not None else gaps
-            for g, u in zip(gaps, us, strict=True):
-                t += g
-                if t >= T:
-                    return
-                if accept is None or u < accept[int(((t + off) % DAY_S) // 3600.0)]:
-                    yield t
+    def _schedule(self, st: _Stream, now: float) -> None:
+        """The next publish event of ``st`` while it has live connections to bill."""
+        nxt = st.times.peek() if st.live else math.inf
+        st.active = nxt < math.inf
+        if st.active:
+            self.env.timeout(max(nxt - now, 0.0), st).callbacks.append(self._publish)
+
+    def _published(self, st: _Stream, now: float) -> int:
+        """Events ``st`` has published before ``now`` (a scheduled chain: as processed)."""
+        return st.times.count if st.active else st.times.before(now)
 
     # -- the service side and the bookkeeping ---------------------------------------
 
@@ -362,30 +355,36 @@ class Websockets:
         return conn.reconnect() * min(policy.cap_s, policy.base_s * 2.0 ** min(n - 1, 60))
 
     def _want(self, conn: _Conn, now: float) -> None:
-        conn.want_since, conn.mark, conn.lost_before = now, self._published[conn.stream], 0
+        conn.want_since, conn.lost_before = now, 0
+        conn.mark = self._published(self._streams[conn.stream], now)
         self._active[conn] = None
 
     def _unwant(self, conn: _Conn, now: float) -> None:
         rec = self.records
-        rec.lost_down[conn.client] += self._published[conn.stream] - conn.mark
+        pub = self._published(self._streams[conn.stream], now)
+        rec.lost_down[conn.client] += pub - conn.mark
         rec.wanted[conn.client] += now - conn.want_since
         del self._active[conn]
 
     def _open(self, conn: _Conn, now: float) -> None:
-        pub = self._published[conn.stream]
+        st = self._streams[conn.stream]
+        pub = self._published(st, now)
         lost = pub - conn.mark
         self.records.lost_down[conn.client] += lost
         conn.lost_before += lost
         conn.live, conn.t_open, conn.open_mark, conn.dropped = True, now, pub, 0
-        self._live[conn.stream][conn] = None
+        st.live[conn] = None
+        if st.cost > 0.0 and not st.active:
+            self._schedule(st, self.env.now)
 
     def _close(self, conn: _Conn, now: float, kind: int) -> None:
-        ci, pub = conn.client, self._published[conn.stream]
+        ci, st = conn.client, self._streams[conn.stream]
+        pub = self._published(st, now)
         self.records.session(ci, conn.idx, conn.t_open, now, kind,
                              pub - conn.open_mark - conn.dropped, conn.dropped,
                              conn.lost_before)
         conn.live, conn.mark, conn.lost_before = False, pub, 0
-        del self._live[conn.stream][conn]
+        del st.live[conn]
         pool = self.pools[self._acct[ci]]
         if kind == UNCLEAN:
             pool.release_unclean(now, self._stale_expiry(conn))
@@ -408,8 +407,9 @@ class Websockets:
         if self.env.peek() < self.duration_s:
             raise RuntimeError("result() called before the run reached duration_s")
         T, rec = self.duration_s, self.records
+        published = {s: st.times.before(T) for s, st in self._streams.items()}
         for conn in self._active:  # still wanted at the end of the run
-            ci, pub = conn.client, self._published[conn.stream]
+            ci, pub = conn.client, published[conn.stream]
             rec.wanted[ci] += T - conn.want_since
             if conn.live:
                 rec.session(ci, conn.idx, conn.t_open, T, END,
@@ -417,6 +417,6 @@ class Websockets:
             else:
                 rec.lost_down[ci] += pub - conn.mark
         by_account = [p.series(T) for p in self.pools]
-        self._result = rec.result(self.clients, self._published, by_account,
+        self._result = rec.result(self.clients, published, by_account,
                                   summed_series([p.series(T) for p in self.pools]))
         return self._result
