@@ -19,17 +19,19 @@ Retry-After; no daily allowance: ``402``); a slot taken by a handshake that is t
 refused is given back at once. A clean close frees the slot at once, an unclean one
 leaves it stale for ``stale_expiry_s``. Slots are computed lazily from ``now``.
 
-The service publishes each stream once per account: a process per stream with at least
+The service publishes each stream once per account, for every stream with at least
 one client (new-blocks one event per slot, missed with a probability; the others
 Poisson). Each event goes to every live connection on the stream; on a billed stream
 each delivery reserves ``publish_cu`` at publish time. A delivery that cannot reserve
 closes that connection (``on_exhausted = "close"``: an error and a clean close, then the
 client's reconnect policy) or is dropped (``"drop"``: the stream stays open).
 
-Events are counted, not stored: each stream keeps a running count of events published,
-and a connection notes the count when it goes up or down, so an event costs O(1) plus
-O(live connections) on billed streams only. Lost events are those published while a
-connection its client wanted was down, plus deliveries dropped for exhaustion.
+Events are counted, not stored: a connection notes how many its stream had published
+when it goes up or down, so an event costs nothing unless its stream is billed and has
+live connections, then one SimPy event and O(live connections). An event at the very
+instant a connection opens reaches it; one at the instant it closes does not. Lost
+events are those published while a connection its client wanted was down, plus
+deliveries dropped for exhaustion.
 
 Where it lives: the slot pool is a policy (:mod:`sim.policy.slots`, no SimPy); the
 session processes and the service side are :mod:`sim.model.ws_sessions`; what a run
