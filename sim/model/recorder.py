@@ -189,28 +189,14 @@ class Recorder:
             col.append(v)
 
     def _write_handshakes(self, first_rid: int) -> None:
-        h = self._handshakes
-        n = len(h[0])
-        for lo in range(0, n, self._chunk_rows):
-            hi = min(n, lo + self._chunk_rows)
-            t = np.asarray(h[4][lo:hi], dtype=np.float64)
-            cu = np.asarray(h[6][lo:hi], dtype=np.float64)
-            chunk = {"request_id": np.arange(first_rid + lo, first_rid + hi, dtype=np.int64),
-                     "attempt": np.ones(hi - lo, dtype=np.int16),
-                     "source": np.asarray(h[0][lo:hi], dtype=np.int16),
-                     "method": np.asarray(h[1][lo:hi], dtype=np.int16),
-                     "key": np.asarray(h[2][lo:hi], dtype=np.int16),
-                     "region": np.asarray(h[3][lo:hi], dtype=np.int16),
-                     "t_send": t, "t_end": t.copy(),
-                     "outcome": np.asarray(h[5][lo:hi], dtype=np.int8),
-                     "cu_reserved": cu, "cu_settled": cu.copy(),
-                     "retry_after_s": np.asarray(h[7][lo:hi], dtype=np.float64),
-                     "phantom": np.zeros(hi - lo, dtype=np.bool_),
-                     "stream_wait_s": np.zeros(hi - lo, dtype=np.float64)}
-            if self._on_chunk is not None:
-                self._on_chunk(chunk)
-            self.attempt_sink.write(chunk)
-        self._handshakes = tuple([] for _ in h)
+        # Through the attempt buffers, so the chunks (and the report's row groups) are
+        # those of a run that had recorded them as attempts at the end.
+        attempt = self.attempt
+        for i, (source, method, key, region, t, outcome, cu, retry_after) in enumerate(
+                zip(*self._handshakes, strict=True)):
+            attempt(first_rid + i, 1, source, method, key, region, t, t, outcome, cu, cu,
+                    retry_after, False, 0.0)
+        self._handshakes = tuple([] for _ in self._handshakes)
 
     def _flush_attempts(self) -> None:
         if not self._a_rows:
@@ -233,8 +219,8 @@ class Recorder:
     def close(self, handshake_rid: int = 0) -> None:
         """Flush what is buffered and close the sinks; handshake rows are numbered from
         ``handshake_rid`` (the first id no logical request took)."""
-        self._flush_attempts()
         self._write_handshakes(handshake_rid)
+        self._flush_attempts()
         self._flush_requests()
         self.attempt_sink.close()
         self.request_sink.close()
