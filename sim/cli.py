@@ -127,7 +127,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
     if quiet:
         return
     click.echo("")
-    for row in tier_table(result.summary.to_dict()["tiers"]):
+    for row in tier_table(result.summary.tiers):
         click.echo(row)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")

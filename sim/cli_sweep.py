@@ -92,10 +92,10 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     doc = result.document
     click.echo(f"{len(plan.runs)} runs ({len(result.ran)} simulated now, "
                f"{len(plan.runs) - len(result.ran)} already in the folder)")
-    for p in doc["points"]:
-        label = ", ".join(f"{k}={v}" for k, v in p["values"].items()) or "scenario"
-        click.echo(f"{label} [{p['variant']}]: cheapest tier meeting the SLO: "
-                   f"{p['cheapest_meeting_slo'] or 'none'}")
+    for p in doc.points:
+        label = ", ".join(f"{k}={v}" for k, v in p.values.items()) or "scenario"
+        click.echo(f"{label} [{p.variant}]: cheapest tier meeting the SLO: "
+                   f"{p.cheapest_meeting_slo or 'none'}")
     for line in difference_lines(doc):
         click.echo(line)
     click.echo(f"report: {result.folder}/report.md")
@@ -119,27 +119,26 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
     and what breaks first beyond it (bisection on a log scale)."""
     from .jobs.executors import make_executor
-    from .jobs.headroom import describe, find_headroom
+    from .jobs.headroom import find_headroom
 
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
-        doc = find_headroom(scenario, tiers=list(tiers), overrides=list(overrides),
-                            replications=replications, max_load=max_load,
-                            tolerance=tolerance, executor=executor)
+        found = find_headroom(scenario, tiers=list(tiers), overrides=list(overrides),
+                              replications=replications, max_load=max_load,
+                              tolerance=tolerance, executor=executor)
     if as_json:
-        click.echo(json.dumps(doc, indent=2, allow_nan=False))
+        click.echo(json.dumps(found.to_dict(), indent=2, allow_nan=False))
         return
-    click.echo(f"headroom of {doc['scenario']} (load multiples of today's load; "
-               f"meets = {doc['meets_means']}; tolerance {tolerance:g}):")
-    for entry in doc["tiers"]:
-        click.echo(describe(entry))
+    click.echo(f"headroom of {found.scenario} (load multiples of today's load; "
+               f"meets = {found.meets_means}; tolerance {tolerance:g}):")
+    for entry in found.tiers:
+        click.echo(entry.describe())
 
 
 def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None) -> str:
     """The sentence ``capsim run --headroom`` adds for the recommended tier."""
-    from .jobs.headroom import describe, find_headroom
+    from .jobs.headroom import find_headroom
 
     if tier is None:
         return "headroom: no tier meets the SLO at today's load"
     extra = [*overrides, *([f"seed={seed}"] if seed is not None else [])]
-    doc = find_headroom(scenario, tiers=[tier], overrides=extra)
-    return describe(doc["tiers"][0])
+    return find_headroom(scenario, tiers=[tier], overrides=extra).tiers[0].describe()

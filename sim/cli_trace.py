@@ -12,11 +12,7 @@ import json
 import click
 
 from .errors import USAGE_EXIT_CODE, CapsimError
-
-# Kept here, not imported, so registering the command loads no pyarrow; a test checks
-# that they match sim.traces.importers.FORMATS and sim.traces.schema.DEFAULT_CHUNK_ROWS.
-FORMATS = ("csv", "jsonl", "parquet", "har", "rpc-log", "size-log")
-DEFAULT_CHUNK_ROWS = 500_000
+from .traces.names import DEFAULT_CHUNK_ROWS, FORMATS  # pyarrow-free
 
 
 def _user_errors(fn):

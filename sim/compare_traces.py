@@ -40,14 +40,18 @@ from .policy.resolved import LoadedScenario
 from .policy.tiers import Tier
 from .redact import pseudonym
 from .traces.schema import WEBSOCKET_METHODS, open_trace
-from .vocabulary import MONITORING, MONITORING_PATH, SIZE_METHOD, WINDOW_S
+from .vocabulary import (
+    HANDSHAKE_STATUS_OUTCOME,
+    HTTP_STATUS_OUTCOME,
+    MONITORING,
+    MONITORING_PATH,
+    SIZE_METHOD,
+    WINDOW_S,
+)
 
-HTTP_OUTCOME = {200: "ok", 434: "434", -32005: "-32005", 402: "402", 401: "401",
-                413: "oversized", 421: "421", 430: "430", 435: "435"}
-"""Recorded HTTP status (or JSON-RPC code) -> outcome name."""
-HANDSHAKE_OUTCOME = {101: "ok", 200: "ok", 434: "ws_cu_rejected", 435: "435", 401: "401",
-                     402: "402"}
-"""Recorded handshake status -> outcome name (a CU refusal is answered 434)."""
+HANDSHAKE_OUTCOME = {**HANDSHAKE_STATUS_OUTCOME, 200: "ok"}
+"""Recorded handshake status -> outcome name; a recording may show an accepted
+handshake as 200 (a websocket over HTTP/2, RFC 8441)."""
 
 
 @dataclass
@@ -237,7 +241,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
                     seq += 1
                     lat = latency[i] if latency[i] == latency[i] else 0.0
                     heapq.heappush(events, (now + lat, 0, seq, "settle", {"decision": d}))
-            recorded = HTTP_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
+            recorded = HTTP_STATUS_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
         if recorded is None:
             result.unmodelled += 1
             continue

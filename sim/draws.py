@@ -1,7 +1,7 @@
 """Draw values from a named random stream in blocks: one generator call per block, a
 list index per value (the per-event hot paths call it once per event).
 
-    jitter = BlockDraws(stream(seed, "source", name, "retry"), 4096)   # U[0, 1)
+    jitter = BlockDraws(stream(seed, Rng.SOURCE, name, Rng.RETRY), 4096)   # U[0, 1)
     session = BlockDraws(rng, 64, dist.sample)                          # a distribution
     jitter(), session()
 

@@ -8,6 +8,8 @@ name and the expectation, not the offending value, for any field that may hold a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 USAGE_EXIT_CODE = 2
 
 
@@ -58,3 +60,17 @@ class CapsimError(Exception):
         if self.field:
             where.append(self.field)
         return ": ".join([*where, self.message])
+
+
+def read_user_text(path: str | Path, missing: str = "no such file") -> str:
+    """The UTF-8 text of a file the user named, as stored (no newline translation).
+
+    A :class:`CapsimError` naming the file when it is not there (``missing`` says what was
+    expected) or cannot be read or decoded.
+    """
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise CapsimError(missing, file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise CapsimError(f"cannot read it ({type(err).__name__})", file=str(path)) from None

@@ -13,11 +13,13 @@ Imports only pydantic: reading a summary never pulls in SimPy, numpy or pandas.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
-from .errors import CapsimError
+from .errors import CapsimError, read_user_text
 
 SCHEMA_VERSION = 1
 """Version of the ``summary.json`` layout; bumped when a key changes meaning or goes.
@@ -31,7 +33,8 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     def __getitem__(self, key: str):
-        """A field by its JSON key, so ``summary["tiers"][0]["cu"]["limit"]`` reads too."""
+        """A field by its JSON key, so ``summary["tiers"][0]["cu"]["limit"]`` reads too
+        (for scripts written against the JSON; capsim's own readers use attributes)."""
         if key not in type(self).model_fields:
             raise KeyError(key)
         return getattr(self, key)
@@ -198,6 +201,27 @@ class SloSummary(_Frozen):
     p99_latency_ms: float
 
 
+@dataclass(frozen=True)
+class SloCriterion:
+    """One criterion of the SLO: a tier's figure, at most the SLO's limit."""
+
+    name: str
+    limit_field: str  # the field of SloSummary (and of the scenario's [slo]) holding the limit
+    read: Callable[[TierSummary], float | None]  # None: undefined (no successful request)
+
+    def limit(self, slo: SloSummary) -> float:
+        """This criterion's limit in ``slo`` (a summary's, or a scenario's ``[slo]``)."""
+        return getattr(slo, self.limit_field)
+
+
+SLO_CRITERIA: tuple[SloCriterion, ...] = (
+    SloCriterion("throttle_rate", "max_throttle_rate", lambda t: t.throttle_rate),
+    SloCriterion("failure_rate", "max_failure_rate", lambda t: t.failure_rate),
+    SloCriterion("p99_latency", "p99_latency_ms", lambda t: t.latency_ms.p99),
+)
+"""What "meets the SLO" checks, in report order (the limits are :class:`SloSummary`'s)."""
+
+
 class Recommendation(_Frozen):
     """The recommended tier (None: no tier meets the SLO) and why."""
 
@@ -285,11 +309,5 @@ def load_summary(path: str | Path) -> RunSummary:
     p = Path(path)
     if p.is_dir():
         p = p / "summary.json"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CapsimError("no such file (expected a report folder or a summary.json)",
-                          file=str(p)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise CapsimError(f"cannot read it ({type(err).__name__})", file=str(p)) from None
+    text = read_user_text(p, "no such file (expected a report folder or a summary.json)")
     return RunSummary.from_json(text, file=str(p))

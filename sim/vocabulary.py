@@ -2,10 +2,13 @@
 time constants and the named random streams.
 
 Everything else (tiers, traces, configuration, model, metrics) imports these names from
-here. Plain constants, no imports: this module sits at the bottom of the layers.
+here. Plain constants (and one string enum), nothing imported but the standard library's
+``enum``: this module sits at the bottom of the layers.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum, unique
 
 # -- APIs (spec 2) -----------------------------------------------------------------------
 
@@ -40,6 +43,13 @@ THROTTLES = (HTTP_434, RPC_32005, WS_CU)
 """Outcomes caused by the 12-second CU window."""
 HANDSHAKE_OUTCOMES = ("ok", "435", "ws_cu_rejected", "401", "402")
 """The outcomes a websocket handshake can have (a subset of :data:`OUTCOMES`)."""
+HTTP_STATUS_OUTCOME: dict[int, str] = {
+    200: "ok", 434: "434", -32005: "-32005", 402: "402", 401: "401", 413: "oversized",
+    421: "421", 430: "430", 435: "435"}
+"""The outcome an HTTP attempt's status (or, for a JSON-RPC error, its code) stands for."""
+HANDSHAKE_STATUS_OUTCOME: dict[int, str] = {
+    101: "ok", 435: "435", 434: "ws_cu_rejected", 401: "401", 402: "402"}
+"""The outcome a websocket handshake's status stands for (a CU refusal is answered 434)."""
 CLOSE_KINDS = ("clean", "unclean", "exhausted", "end")
 """How a websocket session ended: a clean close (planned session end or a clean drop),
 an unclean drop, closed by the service for CU exhaustion, still open at the end."""
@@ -51,3 +61,84 @@ WINDOW_S = 12.0
 HOUR_S = 3_600.0
 DAY_S = 86_400.0
 """A UTC day: the daily allowance's period."""
+
+# -- named random streams ------------------------------------------------------------------
+
+
+@unique
+class Rng(StrEnum):
+    """The words of random streams' names (:func:`sim.rng.stream`).
+
+    A stream's name is a path: whose draws they are (a source, a websocket client, the
+    live emulator), its names and indices, and what the draws are for:
+    ``stream(seed, Rng.SOURCE, source.name, Rng.RETRY)``. :data:`RANDOM_STREAMS` lists
+    every path. A member is its text (``str(Rng.SOURCE) == "source"``), so the seeds are
+    those of the names as first written; renaming a word reseeds every stream it is in.
+    """
+
+    # whose
+    SOURCE = "source"  # one [[sources]] entry: (SOURCE, source name, ...)
+    WORKER = "worker"  # one closed-loop worker of a source: (..., WORKER, index, purpose)
+    WS = "ws"  # the model's websockets
+    CLIENT = "client"  # one [[streams]] client (closed loop: and one of its connections)
+    PUBLISH = "publish"  # event publish times of one websocket stream
+    LIVE = "live"  # the live emulator and its driver
+    DRIVE = "drive"  # the live driver
+    # what for
+    ARRIVALS = "arrivals"  # an open-loop HTTP source's arrival times
+    RETRY = "retry"  # retry back-off jitter
+    THINK = "think"  # a closed-loop worker's think times
+    MIX = "mix"  # which method each request calls
+    SIZING = "sizing"  # the sizing profiles of the Search API's sizing calls
+    SERVICE = "service"  # service times
+    REPLAY = "replay"  # thinning and jitter of a replayed trace
+    REPLAY_FILL = "replay-fill"  # values a replayed trace does not record
+    WS_ARRIVAL = "arrival"  # an open-loop websocket client's session arrivals
+    SESSION = "session"  # websocket session lengths
+    GAP = "gap"  # a closed-loop connection's wait before it reconnects
+    FAULTS = "faults"  # whether and when a websocket connection drops
+    RECONNECT = "reconnect"  # reconnect back-off jitter of a websocket connection
+    STALE = "stale"  # how long a dropped websocket's slot stays held
+    GAS = "gas"  # the emulator's gas used per sized profile
+    PROFILES = "profiles"  # the live driver's choice of sizing profiles
+
+
+_R = Rng
+RANDOM_STREAMS: dict[tuple[Rng | type, ...], str] = {
+    (_R.SOURCE, str, _R.ARRIVALS): "an open-loop source's arrival times",
+    (_R.SOURCE, str, _R.RETRY): "a source's retry jitter",
+    (_R.SOURCE, str, _R.WORKER, int, _R.THINK): "a worker's think times",
+    (_R.SOURCE, str, _R.MIX): "an open-loop source's method mix",
+    (_R.SOURCE, str, _R.SIZING): "an open-loop source's sizing profiles",
+    (_R.SOURCE, str, _R.SERVICE): "an open-loop or replayed source's service times",
+    (_R.SOURCE, str, _R.WORKER, int, _R.MIX): "a worker's method mix",
+    (_R.SOURCE, str, _R.WORKER, int, _R.SIZING): "a worker's sizing profiles",
+    (_R.SOURCE, str, _R.WORKER, int, _R.SERVICE): "a worker's service times",
+    (_R.SOURCE, str, _R.REPLAY): "a replayed trace's thinning and jitter",
+    (_R.SOURCE, str, _R.REPLAY_FILL): "values a replayed trace lacks",
+    (_R.WS, _R.CLIENT, str, int, _R.FAULTS): "a connection's drops",
+    (_R.WS, _R.CLIENT, str, int, _R.RECONNECT): "a connection's reconnect jitter",
+    (_R.WS, _R.CLIENT, str, int, _R.STALE): "a connection's stale slot times",
+    (_R.WS, _R.CLIENT, str, int, _R.SESSION): "a connection's session lengths",
+    (_R.WS, _R.CLIENT, str, int, _R.GAP): "a connection's gaps before reconnecting",
+    (_R.WS, _R.CLIENT, str, _R.WS_ARRIVAL): "an open-loop client's session arrivals",
+    (_R.WS, _R.CLIENT, str, _R.SESSION): "an open-loop client's session lengths",
+    (_R.WS, _R.CLIENT, str, _R.FAULTS): "an open-loop client's drops",
+    (_R.WS, _R.CLIENT, str, _R.RECONNECT): "an open-loop client's reconnect jitter",
+    (_R.WS, _R.CLIENT, str, _R.STALE): "an open-loop client's stale slot times",
+    (_R.WS, _R.PUBLISH, str): "a websocket stream's publish times",
+    (_R.LIVE, _R.SERVICE, str): "the emulator's service times of a method",
+    (_R.LIVE, _R.GAS): "the emulator's gas per sized profile",
+    (_R.LIVE, _R.STALE): "the emulator's stale slot times",
+    (_R.LIVE, _R.PUBLISH, str): "the emulator's publish times of a stream",
+    (_R.LIVE, _R.DRIVE, str, _R.PROFILES): "the live driver's sizing profiles of a source",
+    (_R.LIVE, _R.DRIVE, _R.WS, str, int, _R.FAULTS): "the live driver's drops",
+    (_R.LIVE, _R.DRIVE, _R.WS, str, int, _R.RECONNECT): "the live driver's reconnect jitter",
+    (_R.LIVE, _R.DRIVE, _R.WS, str, int, _R.SESSION): "the live driver's session lengths",
+    (_R.LIVE, _R.DRIVE, _R.WS, str, int, _R.GAP): "the live driver's reconnect gaps",
+}
+"""Every named random stream: its path (``str`` / ``int``: a name or an index goes there)
+and what it draws. Shared on purpose: the live driver draws a source's retry jitter, its
+workers' think times and open-loop websocket sessions from the model's own streams, so a
+driven run replays the model's draws."""
+del _R

@@ -326,7 +326,7 @@ def test_two_accounts_workload_two_rpc_vs_one_all_3_apis():
     assert pooled.requests == t.requests  # the same open-loop demand
     assert pooled.throttled < t.throttled
 
-    md = render(split.summary.to_dict(), [])
+    md = render(split.summary, [])
     assert "## Accounts" in md and "| RPC | 98 | app | RPC |" in md
     assert "| RPC | 8,000 | 98 |" in md  # the tier table shows the plan's budget and price
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import main
-from sim.jobs.headroom import describe, find_headroom
+from sim.jobs.headroom import find_headroom
 from sim.policy.pricing import default_pricing_table
 
 C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
@@ -70,29 +70,29 @@ def closed_form(rate: str, limit: int) -> Fraction:
 def test_headroom_matches_the_closed_form(tmp_path, rate, limit, tol):
     expected = closed_form(rate, limit)
     doc = find_headroom(scenario(tmp_path, rate=rate, limit=limit), tolerance=tol)
-    (entry,) = doc["tiers"]
-    lo, hi = Fraction(entry["headroom"]), Fraction(entry["next_load"])
+    (entry,) = doc.tiers
+    lo, hi = Fraction(entry.headroom), Fraction(entry.next_load)
     assert lo <= expected < hi
     assert hi / lo <= 1 + Fraction(tol)
-    assert not entry["capped"]
-    assert entry["breaks_first"] == "throttle_rate"
-    assert entry["limit"] == 0.0 and entry["value"] > 0
+    assert not entry.capped
+    assert entry.breaks_first == "throttle_rate"
+    assert entry.limit == 0.0 and entry.value > 0
 
 
 def test_headroom_is_capped_at_max_load(tmp_path):
     doc = find_headroom(scenario(tmp_path, rate="1", limit=100_000), max_load=8)
-    (entry,) = doc["tiers"]
-    assert entry["capped"] and entry["headroom"] == 8 and entry["next_load"] is None
-    assert entry["evaluations"] == 4  # 1, 2, 4, 8
-    assert "at least 8× today's load" in describe(entry)
+    (entry,) = doc.tiers
+    assert entry.capped and entry.headroom == 8 and entry.next_load is None
+    assert entry.evaluations == 4  # 1, 2, 4, 8
+    assert "at least 8× today's load" in entry.describe()
 
 
 def test_every_replication_must_meet_and_the_report_says_so(tmp_path):
     doc = find_headroom(scenario(tmp_path, rate="2.5", limit=1010), replications=3,
                         tolerance=0.05)
-    assert doc["meets_means"] == "every replication meets the SLO"
-    (entry,) = doc["tiers"]
-    assert Fraction(entry["headroom"]) <= closed_form("2.5", 1010) < Fraction(entry["next_load"])
+    assert doc.meets_means == "every replication meets the SLO"
+    (entry,) = doc.tiers
+    assert Fraction(entry.headroom) <= closed_form("2.5", 1010) < Fraction(entry.next_load)
 
 
 def test_the_daily_allowance_running_out_breaks_first(tmp_path):
@@ -101,13 +101,13 @@ def test_the_daily_allowance_running_out_breaks_first(tmp_path):
     (here 2 x 20 x 120 = 4800 CU at load 1, A = 9000: headroom about 1.875)."""
     path = scenario(tmp_path, rate="2", limit=1_000_000, allowance=9000, slo_failure=0.0)
     doc = find_headroom(path, tolerance=0.01)
-    (entry,) = doc["tiers"]
+    (entry,) = doc.tiers
     expected = Fraction(9000) / (2 * C * 120)
-    assert Fraction(entry["headroom"]) <= expected * Fraction(101, 100)
-    assert Fraction(entry["next_load"]) >= expected * Fraction(99, 100)
-    assert entry["breaks_first"] == "daily_allowance"
-    assert entry["allowance_ran_out_at"].startswith("2026-01-05T00:01")  # late in the run
-    assert "daily allowance (runs out at" in describe(entry)
+    assert Fraction(entry.headroom) <= expected * Fraction(101, 100)
+    assert Fraction(entry.next_load) >= expected * Fraction(99, 100)
+    assert entry.breaks_first == "daily_allowance"
+    assert entry.allowance_ran_out_at.startswith("2026-01-05T00:01")  # late in the run
+    assert "daily allowance (runs out at" in entry.describe()
 
 
 def test_cli_headroom_json_and_run_headroom(tmp_path):

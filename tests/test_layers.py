@@ -39,7 +39,9 @@ def layer_of(module: str) -> int:
     best, best_len = None, -1
     for i, prefixes in enumerate(LAYERS):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+            # "sim" is the package itself: a new top-level module must be placed by name.
+            within = module.startswith(p + ".") and p != "sim"
+            if (module == p or within) and len(p) > best_len:
                 best, best_len = i, len(p)
     if best is None:
         raise AssertionError(f"{module} is in no layer: add it to LAYERS")
@@ -129,6 +131,11 @@ def test_the_walker_sees_an_upward_import(tmp_path, monkeypatch):
 ])
 def test_layer_of(module, layer):
     assert layer_of(module) == layer
+
+
+def test_a_new_top_level_module_must_be_placed():
+    with pytest.raises(AssertionError, match="in no layer"):
+        layer_of("sim.cli_new")
 
 
 @pytest.mark.parametrize("package", ["sim", "sim.policy", "sim.policy.slots", "sim.config",

@@ -8,7 +8,6 @@ Markdown on its text. Expected values come from the run's own tables read indepe
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import replace
 
@@ -22,6 +21,7 @@ from sim.policy.resolved import load
 from sim.policy.tiers import find_tier
 from sim.report import markdown, plots
 from sim.runner import run
+from sim.summary import Recommendation
 
 DURATION = 130  # not a multiple of 12 s or 60 s: the run ends inside a window and a minute
 TIERS = ("Streams", "RPC", "Streams + RPC", "Professional bundle", "Advanced bundle")
@@ -30,9 +30,7 @@ TIERS = ("Streams", "RPC", "Streams + RPC", "Professional bundle", "Advanced bun
 @pytest.fixture(scope="module")
 def output():
     loaded = load(None, [f"duration={DURATION}"])
-    out = run(replace(loaded, tiers=tuple(find_tier(n) for n in TIERS)))
-    # The report writers read summary.json's plain form (RunSummary.to_dict()).
-    return replace(out, summary=out.summary.to_dict())
+    return run(replace(loaded, tiers=tuple(find_tier(n) for n in TIERS)))
 
 
 @pytest.fixture(autouse=True)
@@ -95,17 +93,17 @@ def test_the_last_short_minute_is_a_rate_not_a_dip():
 def test_report_never_prints_python_none(output):
     md = markdown.render(output.summary, [])
     assert "None" not in md
-    streams = next(t for t in output.summary["tiers"] if t["tier"] == "Streams")
-    assert streams["latency_ms"]["p99"] is None  # Streams serves no HTTP request here
-    assert any("no successful request" in v for v in streams["slo_violations"])
-    rows = markdown.tier_table(output.summary["tiers"])
+    streams = output.summary.tier("Streams")
+    assert streams.latency_ms.p99 is None  # Streams serves no HTTP request here
+    assert any("no successful request" in v for v in streams.slo_violations)
+    rows = markdown.tier_table(output.summary.tiers)
     row = next(r for r in rows if r.startswith("| Streams |"))
     assert row.split("|")[9].strip() == "–" and row.split("|")[10].strip() == "–"  # p50, p99
 
 
 def test_report_without_a_recommendation_says_no_tier(output):
-    summary = copy.deepcopy(output.summary)
-    summary["recommended"] = {"tier": None, "reason": "no simulated tier meets the SLO"}
+    summary = output.summary.model_copy(update={"recommended": Recommendation(
+        tier=None, reason="no simulated tier meets the SLO")})
     md = markdown.render(summary, [])
     assert "None" not in md and "**No tier** — no simulated tier meets the SLO." in md
 
@@ -121,7 +119,7 @@ def test_tiers_with_identical_latencies_share_one_legend_entry():
 
 def test_latency_cdf_shows_every_tier_once_and_the_p99_slo(output):
     lat = output.latencies
-    slo = output.summary["slo"]["p99_latency_ms"]
+    slo = output.summary.slo.p99_latency_ms
     fig = plots.latency_figure(lat, slo)
     texts = _legend_texts(fig)
     # Independently: the Professional and Advanced bundles never throttle here, so they
@@ -151,37 +149,37 @@ def _bar_colours(ax) -> list:
 
 def test_comparison_draws_every_slo_and_price_and_the_recommendation(output):
     s = output.summary
-    slo, tiers, rec = s["slo"], s["tiers"], s["recommended"]["tier"]
+    slo, tiers, rec = s.slo, s.tiers, s.recommended.tier
     assert rec == "Professional bundle"
     fig = plots.comparison_figure(tiers, slo, rec)
     axes = fig.axes
-    limits = (slo["max_throttle_rate"], slo["max_failure_rate"], slo["p99_latency_ms"])
+    limits = (slo.max_throttle_rate, slo.max_failure_rate, slo.p99_latency_ms)
     for ax, limit in zip(axes, limits, strict=True):
         hlines = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [limit, limit]]
         assert len(hlines) == 1, limit
     labels = [t.get_text() for t in axes[-1].get_xticklabels()]
-    by_price = sorted(tiers, key=lambda t: (t["monthly_usd"], t["cu_per_window"]))
+    by_price = sorted(tiers, key=lambda t: (t.monthly_usd, t.cu_per_window))
     for label, t in zip(labels, by_price, strict=True):
-        assert label.replace("\n", " ").startswith(t["tier"])
-        assert f"${t['monthly_usd']:,.0f}/mo" in label
-        assert ("recommended" in label) == (t["tier"] == rec)
+        assert label.replace("\n", " ").startswith(t.tier)
+        assert f"${t.monthly_usd:,.0f}/mo" in label
+        assert ("recommended" in label) == (t.tier == rec)
     # Read the recommendation off the plot: the leftmost tier whose three bars are green.
     green = to_rgba("tab:green")
     colours = [_bar_colours(ax) for ax in axes]
     all_green = [all(c[i] == green for c in colours) for i in range(len(tiers))]
-    assert by_price[all_green.index(True)]["tier"] == rec
+    assert by_price[all_green.index(True)].tier == rec
     # Each bar's colour agrees with the tier's own SLO verdict, criterion by criterion.
     for i, t in enumerate(by_price):
-        assert all_green[i] == t["meets_slo"], t["tier"]
+        assert all_green[i] == t.meets_slo, t.tier
 
 
 # -- websocket_slots.png ------------------------------------------------------------------
 
 def test_websocket_plot_skips_tiers_without_slots_and_names_every_mark(output):
     s = output.summary
-    fig = plots.websocket_figure(output.slots, output.attempts, s["tiers"], DURATION)
+    fig = plots.websocket_figure(output.slots, output.attempts, s.tiers, DURATION)
     drawn = [ax.get_title() for ax in fig.axes if ax.get_visible()]
-    with_ws = [t["tier"] for t in s["tiers"] if t["ws_cap"]]
+    with_ws = [t.tier for t in s.tiers if t.ws_cap]
     assert drawn == with_ws and "RPC" not in drawn
     assert "RPC" in fig._suptitle.get_text()  # named as not drawn
     for ax in fig.axes:
@@ -236,13 +234,14 @@ def test_cost_table_says_which_cu_each_column_holds_and_adds_up(output):
     col = {name: i for i, name in enumerate(head)}
     assert "CU reserved (requests + handshakes)" in col and "CU publish (stream events)" in col
     assert "CU charged (settled + publish)" in col and "publish" in md.split("## Cost")[1]
-    by_tier = {t["tier"]: t for t in output.summary["tiers"]}
+    by_tier = {t.tier: t for t in output.summary.tiers}
     published_somewhere = False
     for r in rows:
         t = by_tier[r[0]]
         publish = _num(r[col["CU publish (stream events)"]])
         published_somewhere |= publish > 0
-        assert publish == pytest.approx((t["websockets"] or {}).get("cu_publish", 0), abs=0.5)
+        assert publish == pytest.approx(t.websockets.cu_publish if t.websockets else 0,
+                                        abs=0.5)
         charged = _num(r[col["CU charged (settled + publish)"]])
         # The run lies within one UTC day, and the daily allowance counts every CU
         # billed: the busiest day's use is everything charged.
@@ -251,16 +250,22 @@ def test_cost_table_says_which_cu_each_column_holds_and_adds_up(output):
 
 
 def test_http2_table_is_shown_once_when_every_tier_shows_the_same(output):
-    summary = copy.deepcopy(output.summary)
-    for t in summary["tiers"]:
-        t["connections"] = copy.deepcopy(summary["tiers"][0]["connections"])
+    first = output.summary.tiers[0].connections
+
+    def with_connections(second):
+        tiers = [t.model_copy(update={"connections": second if i == 1 else first})
+                 for i, t in enumerate(output.summary.tiers)]
+        return output.summary.model_copy(update={"tiers": tuple(tiers)})
+
     # A difference below the table's precision (2 decimals) is not a difference.
-    summary["tiers"][1]["connections"]["stream_wait_ms"]["mean"] += 0.001
-    head, *rows = _table(markdown.render(summary, []), "HTTP/2 connections")
+    wait = first.stream_wait_ms
+    nearly = first.model_copy(update={"stream_wait_ms": wait.model_copy(
+        update={"mean": wait.mean + 0.001})})
+    head, *rows = _table(markdown.render(with_connections(nearly), []), "HTTP/2 connections")
     assert len(rows) == 1 and rows[0][0] == f"all {len(TIERS)} tiers (identical)"
     assert len(rows[0]) == len(head)
-    summary["tiers"][1]["connections"]["opened"] += 1
-    head, *rows = _table(markdown.render(summary, []), "HTTP/2 connections")
+    more = first.model_copy(update={"opened": first.opened + 1})
+    head, *rows = _table(markdown.render(with_connections(more), []), "HTTP/2 connections")
     assert [r[0] for r in rows] == list(TIERS)
 
 
@@ -278,3 +283,24 @@ def test_plots_are_byte_stable(output, tmp_path):
         data = (tmp_path / "a" / png).read_bytes()
         assert data == (tmp_path / "b" / png).read_bytes(), png
         assert not re.search(rb"[Mm]atplotlib", data)  # no software/version metadata
+
+
+# -- the reports read the typed summary ----------------------------------------------------
+
+def test_the_report_reads_attributes_not_json_keys(output, tmp_path, monkeypatch):
+    """With key access switched off, the whole report still renders: every reader goes
+    through the typed fields, so a renamed field fails at the attribute, not as a blank."""
+    from sim import summary
+    from sim.report import writer
+
+    def no_keys(self, key):
+        raise AssertionError(f"summary read by key {key!r}")
+
+    monkeypatch.setattr(summary._Frozen, "__getitem__", no_keys)  # every summary model
+    with pytest.raises(AssertionError, match="read by key"):
+        output.summary["tiers"]  # noqa: B018 - the switch is on
+    out = tmp_path / "rep"
+    out.mkdir()
+    writer._write_into(output, out)
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("# capsim report")
+    assert markdown.tier_table(output.summary.tiers)

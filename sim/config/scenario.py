@@ -15,7 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..vocabulary import APIS, SIZE_METHOD, WINDOW_S
+from ..vocabulary import (
+    APIS,
+    CONN_430,
+    HTTP_434,
+    OUTCOMES,
+    RPC_32005,
+    SIZE_METHOD,
+    WINDOW_S,
+    WS_435,
+    WS_CU,
+)
 from .arrivals import ArrivalProcess
 from .check import CheckSettings
 from .distributions import Beta, Distribution, IntUniform, LogNormal
@@ -25,7 +35,7 @@ from .websockets import StreamClient, WebsocketSettings
 BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE_METHOD: "search"}
 METHOD_ALIASES = {"size": SIZE_METHOD, "/v1/size": SIZE_METHOD}
 _NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
-RETRYABLE_DEFAULT = ("434", "-32005", "430", "435", "ws_cu_rejected")
+RETRYABLE_DEFAULT = tuple(OUTCOMES[o] for o in (HTTP_434, RPC_32005, CONN_430, WS_435, WS_CU))
 
 
 class Strict(BaseModel):

@@ -26,12 +26,12 @@ from typing import Any
 
 from ..errors import CapsimError
 from ..rng import replication_seed
-from ..summary import RunSummary, TierSummary
+from ..summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary
 from .executors import Executor, SequentialExecutor
 from .run_one import simulate
-from .sweep_plan import RunSpec
+from .sweep_plan import RunSpec, scenario_source
 
-METRICS = ("throttle_rate", "failure_rate", "p99_latency", "daily_allowance")
+METRICS = (*(c.name for c in SLO_CRITERIA), "daily_allowance")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,41 @@ class TierHeadroom:
     limit: float | None  # its SLO limit
     allowance_ran_out_at: str | None  # simulated time, when breaks_first is the allowance
     evaluations: int  # loads simulated for this tier
+
+    def describe(self) -> str:
+        """One line: "Tier: meets the SLO up to 3.4× today's load; at 3.6× p99 latency
+        breaks first"."""
+        if self.headroom is None:
+            return (f"{self.tier}: does not meet the SLO even at {self.next_load:.3g}× "
+                    f"today's load ({self._what()} breaks first)")
+        if self.capped:
+            return f"{self.tier}: meets the SLO up to at least {self.headroom:.3g}× today's load"
+        return (f"{self.tier}: meets the SLO up to {self.headroom:.3g}× today's load; at "
+                f"{self.next_load:.3g}× {self._what()} breaks first")
+
+    def _what(self) -> str:
+        if self.breaks_first == "daily_allowance":
+            return f"the daily allowance (runs out at {self.allowance_ran_out_at})"
+        return (self.breaks_first or "?").replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The headroom of a scenario's tiers and how it was searched."""
+
+    scenario: str
+    scenario_file: str
+    load: float  # the scenario's own load ("today's load", multiple 1)
+    replications: int
+    meets_means: str
+    tolerance: float
+    max_load: float
+    slo: SloSummary
+    tiers: tuple[TierHeadroom, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values (``capsim headroom --json``)."""
+        return {**asdict(self), "slo": self.slo.model_dump()}
 
 
 @dataclass
@@ -64,10 +99,9 @@ class _Search:
 def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
                   overrides: list[str] = (), replications: int = 1, max_load: float = 100.0,
                   min_load: float = 0.01, tolerance: float = 0.02,
-                  executor: Executor | None = None) -> dict[str, Any]:
-    """The headroom of each tier: ``{"tiers": [TierHeadroom as dict, ...], ...}``."""
+                  executor: Executor | None = None) -> Headroom:
+    """The headroom of each tier of ``scenario`` (see the module's docstring)."""
     from ..api import load_scenario
-    from ..config.loader import builtin_scenario_text
 
     if not tolerance > 0:
         raise CapsimError("expected a relative tolerance > 0, e.g. 0.02", field="--tolerance")
@@ -77,8 +111,7 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
         raise CapsimError("expected at least 1", field="--replications")
     loaded = load_scenario(scenario, tiers=tiers, overrides=list(overrides))
     sc = loaded.scenario
-    label = str(scenario) if scenario is not None else "<built-in default scenario>"
-    text = builtin_scenario_text() if scenario is None else Path(scenario).read_text("utf-8")
+    label, text = scenario_source(scenario)
     searches = [_Search(t.name) for t in loaded.tiers]
     executor = executor or SequentialExecutor()
     while True:
@@ -95,18 +128,18 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
             results[spec.point].append(RunSummary.from_json(out).tiers[0])
         for i, s in enumerate(active):
             _step(s, results[i], max_load, min_load, tolerance)
-    return {
-        "scenario": sc.name,
-        "scenario_file": label,
-        "load": sc.load,
-        "replications": replications,
-        "meets_means": "every replication meets the SLO" if replications > 1
+    return Headroom(
+        scenario=sc.name,
+        scenario_file=label,
+        load=sc.load,
+        replications=replications,
+        meets_means="every replication meets the SLO" if replications > 1
         else "the run meets the SLO",
-        "tolerance": tolerance,
-        "max_load": max_load,
-        "slo": sc.slo.model_dump(),
-        "tiers": [asdict(_answer(s, sc.slo)) for s in searches],
-    }
+        tolerance=tolerance,
+        max_load=max_load,
+        slo=SloSummary(**sc.slo.model_dump()),
+        tiers=tuple(_answer(s, sc.slo) for s in searches),
+    )
 
 
 def _step(s: _Search, runs: list[TierSummary], max_load: float, min_load: float,
@@ -149,13 +182,10 @@ def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
     if ran_out and not ran_out_before:
         return "daily_allowance", None, None, ran_out[0]
     candidates = []
-    for name, limit, get in (
-        ("throttle_rate", slo.max_throttle_rate, lambda t: t.throttle_rate),
-        ("failure_rate", slo.max_failure_rate, lambda t: t.failure_rate),
-        ("p99_latency", slo.p99_latency_ms,
-         lambda t: math.inf if t.latency_ms.p99 is None else t.latency_ms.p99),
-    ):
-        worst = max(get(t) for t in failing)
+    for criterion in SLO_CRITERIA:
+        name, limit = criterion.name, criterion.limit(slo)
+        # Undefined (no successful request) is as bad as it gets.
+        worst = max(math.inf if (v := criterion.read(t)) is None else v for t in failing)
         if worst > limit:
             ratio = math.inf if limit == 0 else worst / limit
             candidates.append((ratio, name, worst, limit))
@@ -163,22 +193,3 @@ def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
         return "throttle_rate", None, slo.max_throttle_rate, None
     _, name, worst, limit = max(candidates, key=lambda c: c[0])
     return name, (None if math.isinf(worst) else worst), limit, None
-
-
-def describe(entry: dict[str, Any]) -> str:
-    """One line: "Tier: meets the SLO up to 3.4× today's load; at 3.6× p99 latency breaks first"."""
-    tier = entry["tier"]
-    if entry["headroom"] is None:
-        return (f"{tier}: does not meet the SLO even at {entry['next_load']:.3g}× today's "
-                f"load ({_what(entry)} breaks first)")
-    if entry["capped"]:
-        return f"{tier}: meets the SLO up to at least {entry['headroom']:.3g}× today's load"
-    return (f"{tier}: meets the SLO up to {entry['headroom']:.3g}× today's load; at "
-            f"{entry['next_load']:.3g}× {_what(entry)} breaks first")
-
-
-def _what(entry: dict[str, Any]) -> str:
-    name = (entry["breaks_first"] or "?").replace("_", " ")
-    if entry["breaks_first"] == "daily_allowance":
-        return f"the daily allowance (runs out at {entry['allowance_ran_out_at']})"
-    return name

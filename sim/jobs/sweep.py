@@ -2,7 +2,7 @@
 
     plan = plan_sweep("workloads/searcher.toml", vary=["load=1,2"], replications=3)
     result = run_sweep(plan, "reports/searcher-sweep")
-    result.document["points"][0]["cheapest_meeting_slo"]
+    result.document.points[0].cheapest_meeting_slo
 
 Only summaries travel back from the workers; a run's Parquet tables are written (by the
 worker) only with ``keep_records``.
@@ -10,7 +10,6 @@ worker) only with ``keep_records``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -18,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -27,7 +25,7 @@ from .executors import Executor, SequentialExecutor
 from .run_one import simulate
 from .sweep_plan import SweepPlan
 from .sweep_report import render_html, render_markdown, write_plots
-from .sweep_results import points_frame, sweep_document
+from .sweep_results import SweepDocument, points_frame, sweep_document
 from .sweep_store import SweepStore, write_atomic
 
 Progress = Callable[[int, int], None]
@@ -40,7 +38,7 @@ class SweepResult:
 
     folder: Path
     points: pd.DataFrame
-    document: dict[str, Any]
+    document: SweepDocument
     ran: list[str]  # run ids simulated by this call (the rest were already on disk)
 
 
@@ -72,7 +70,7 @@ def run_sweep(plan: SweepPlan, out_dir: str | Path, executor: Executor | None = 
     return SweepResult(store.folder, points, document, ran)
 
 
-def write_outputs(folder: Path, points: pd.DataFrame, document: dict[str, Any]) -> None:
+def write_outputs(folder: Path, points: pd.DataFrame, document: SweepDocument) -> None:
     """``points.parquet``, ``sweep.json``, the plots, ``report.md`` and ``report.html``,
     each replaced atomically."""
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=folder))
@@ -87,5 +85,4 @@ def write_outputs(folder: Path, points: pd.DataFrame, document: dict[str, Any]) 
             os.replace(staging / name, folder / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    write_atomic(folder / "sweep.json",
-                 json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    write_atomic(folder / "sweep.json", document.to_json())

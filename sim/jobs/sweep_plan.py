@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CapsimError
+from ..errors import CapsimError, read_user_text
 from ..rng import replication_seed
 
 BASE = "base"
@@ -128,6 +128,16 @@ def toml_text(value: Any) -> str:
     return json.dumps(str(value))
 
 
+def scenario_source(scenario: str | Path | None) -> tuple[str, str]:
+    """``(label, text)`` of a scenario file (None: the built-in default), as the runs of
+    a job carry it to their workers."""
+    from ..config.loader import builtin_scenario_text
+
+    if scenario is None:
+        return "<built-in default scenario>", builtin_scenario_text()
+    return str(scenario), read_user_text(scenario)
+
+
 def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replications: int = 1,
                tiers: list[str] = (), overrides: list[str] = (),
                variants: bool = True) -> SweepPlan:
@@ -135,20 +145,10 @@ def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replication
     and as each of its ``[[variants]]``, ``replications`` times, on ``tiers`` (default:
     the scenario's). ``overrides`` (``--set``) apply to every run."""
     from ..api import load_scenario
-    from ..config.loader import builtin_scenario_text
 
     if replications < 1:
         raise CapsimError("expected at least 1", field="--replications")
-    label = str(scenario) if scenario is not None else "<built-in default scenario>"
-    if scenario is None:
-        text = builtin_scenario_text()
-    else:
-        try:
-            text = Path(scenario).read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise CapsimError("no such file", file=label) from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise CapsimError(f"cannot read it ({type(err).__name__})", file=label) from None
+    label, text = scenario_source(scenario)
     factors = tuple(parse_vary(v) for v in vary)
     paths = [f.path for f in factors]
     if len(set(paths)) != len(paths):

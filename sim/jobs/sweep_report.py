@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..report import html  # noqa: E402
 from .sweep_plan import BASE  # noqa: E402
+from .sweep_results import IntervalFigure, SweepDocument  # noqa: E402
 
 PLOTTED = {
     "throttle_rate": ("throttle rate", "max_throttle_rate"),
@@ -29,12 +30,12 @@ PLOTTED = {
 """Metric -> (axis label, the SLO limit drawn as a dashed line, if any)."""
 
 
-def _fmt_iv(iv: dict[str, Any], scale: float = 1.0, digits: int = 3, unit: str = "") -> str:
-    if iv["mean"] is None:
+def _fmt_iv(iv: IntervalFigure, scale: float = 1.0, digits: int = 3, unit: str = "") -> str:
+    if iv.mean is None:
         return "–"
-    text = f"{iv['mean'] * scale:.{digits}g}{unit}"
-    if iv["half_width"] is not None:
-        text += f" ± {iv['half_width'] * scale:.2g}"
+    text = f"{iv.mean * scale:.{digits}g}{unit}"
+    if iv.half_width is not None:
+        text += f" ± {iv.half_width * scale:.2g}"
     return text
 
 
@@ -42,58 +43,58 @@ def _values_label(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items()) or "(scenario as written)"
 
 
-def _pp(iv: dict[str, Any]) -> str:
-    if iv["mean"] is None:
+def _pp(iv: IntervalFigure) -> str:
+    if iv.mean is None:
         return "–"
-    hw = "" if iv["half_width"] is None else f" ± {iv['half_width'] * 100:.1f}"
-    return f"{iv['mean'] * 100:+.1f} pp{hw}".replace("-", "−")
+    hw = "" if iv.half_width is None else f" ± {iv.half_width * 100:.1f}"
+    return f"{iv.mean * 100:+.1f} pp{hw}".replace("-", "−")
 
 
-def difference_lines(doc: dict[str, Any]) -> list[str]:
+def difference_lines(doc: SweepDocument) -> list[str]:
     """One sentence per variant, point and tier: the throttle-rate difference first."""
     lines = []
-    for d in doc["variant_differences"]:
-        where = _values_label(d["values"]) if doc["vary"] else ""
-        p99 = d["p99_latency_ms"]
-        p99_text = "–" if p99["mean"] is None else (
-            f"{p99['mean']:+.0f} ms" + ("" if p99["half_width"] is None
-                                        else f" ± {p99['half_width']:.0f}")).replace("-", "−")
-        lines.append(f"{d['variant']}{' (' + where + ')' if where else ''}: throttle rate "
-                     f"{_pp(d['throttle_rate'])}, failure rate {_pp(d['failure_rate'])}, "
-                     f"p99 {p99_text} on {d['tier']}")
+    for d in doc.variant_differences:
+        where = _values_label(d.values) if doc.vary else ""
+        p99 = d.p99_latency_ms
+        p99_text = "–" if p99.mean is None else (
+            f"{p99.mean:+.0f} ms" + ("" if p99.half_width is None
+                                     else f" ± {p99.half_width:.0f}")).replace("-", "−")
+        lines.append(f"{d.variant}{' (' + where + ')' if where else ''}: throttle rate "
+                     f"{_pp(d.throttle_rate)}, failure rate {_pp(d.failure_rate)}, "
+                     f"p99 {p99_text} on {d.tier}")
     return lines
 
 
-def render_markdown(doc: dict[str, Any], pngs: list[str]) -> str:
+def render_markdown(doc: SweepDocument, pngs: list[str]) -> str:
     """``report.md`` of a sweep."""
-    n = doc["replications"]
-    out = [f"# Sweep: {doc['scenario']}", "",
-           f"- scenario file: `{doc['scenario_file']}`",
+    n = doc.replications
+    out = [f"# Sweep: {doc.scenario}", "",
+           f"- scenario file: `{doc.scenario_file}`",
            f"- replications per point: {n} (95 % Student-t intervals; none with 1)",
-           f"- tiers: {', '.join(doc['tiers'])}"]
-    for f in doc["vary"]:
-        out.append(f"- varied: `{f['path']}` = {', '.join(str(v) for v in f['values'])}")
-    if doc["variants"]:
-        out.append(f"- variants: {', '.join(doc['variants'])}")
-    slo = doc["slo"]
-    out += [f"- SLO: throttle rate ≤ {slo['max_throttle_rate']:g}, failure rate ≤ "
-            f"{slo['max_failure_rate']:g}, p99 ≤ {slo['p99_latency_ms']:g} ms", "",
+           f"- tiers: {', '.join(doc.tiers)}"]
+    for f in doc.vary:
+        out.append(f"- varied: `{f.path}` = {', '.join(str(v) for v in f.values)}")
+    if doc.variants:
+        out.append(f"- variants: {', '.join(doc.variants)}")
+    slo = doc.slo
+    out += [f"- SLO: throttle rate ≤ {slo.max_throttle_rate:g}, failure rate ≤ "
+            f"{slo.max_failure_rate:g}, p99 ≤ {slo.p99_latency_ms:g} ms", "",
             "## Cheapest tier meeting the SLO in every replication", "",
             "| point | variant | tier |", "|---|---|---|"]
-    for p in doc["points"]:
-        out.append(f"| {_values_label(p['values'])} | {p['variant']} | "
-                   f"{p['cheapest_meeting_slo'] or 'none'} |")
+    for p in doc.points:
+        out.append(f"| {_values_label(p.values)} | {p.variant} | "
+                   f"{p.cheapest_meeting_slo or 'none'} |")
     out += ["", "## Per point and tier (mean ± 95 % half-width)", "",
             "| point | variant | tier | throttle rate | failure rate | p99 ms | CU settled "
             "| SLO met |", "|---|---|---|---|---|---|---|---|"]
-    for p in doc["points"]:
-        for t in p["tiers"]:
-            out.append(f"| {_values_label(p['values'])} | {p['variant']} | {t['tier']} | "
-                       f"{_fmt_iv(t['throttle_rate'])} | {_fmt_iv(t['failure_rate'])} | "
-                       f"{_fmt_iv(t['p99_latency_ms'], digits=4)} | "
-                       f"{_fmt_iv(t['cu_settled'], digits=6)} | "
-                       f"{t['slo_met_fraction']:.0%} |")
-    if doc["variant_differences"]:
+    for p in doc.points:
+        for t in p.tiers:
+            out.append(f"| {_values_label(p.values)} | {p.variant} | {t.tier} | "
+                       f"{_fmt_iv(t.throttle_rate)} | {_fmt_iv(t.failure_rate)} | "
+                       f"{_fmt_iv(t.p99_latency_ms, digits=4)} | "
+                       f"{_fmt_iv(t.cu_settled, digits=6)} | "
+                       f"{t.slo_met_fraction:.0%} |")
+    if doc.variant_differences:
         out += ["", "## Variants against the base (paired differences, same seeds)", ""]
         out += [f"- {line}" for line in difference_lines(doc)]
     if pngs:
@@ -102,27 +103,28 @@ def render_markdown(doc: dict[str, Any], pngs: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_plots(folder: Path, doc: dict[str, Any]) -> list[str]:
+def write_plots(folder: Path, doc: SweepDocument) -> list[str]:
     """One PNG per plotted metric (base scenario); returns the file names."""
-    base = [p for p in doc["points"] if p["variant"] == BASE]
+    base = [p for p in doc.points if p.variant == BASE]
     if not base:
         return []
-    vary = doc["vary"]
-    x_path = vary[0]["path"] if vary else None
-    xs = vary[0]["values"] if vary else [0]
+    vary = doc.vary
+    x_path = vary[0].path if vary else None
+    xs = vary[0].values if vary else [0]
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in xs)
-    others = [f["path"] for f in vary[1:]]
-    combos = list(itertools.product(*(f["values"] for f in vary[1:]))) or [()]
+    others = [f.path for f in vary[1:]]
+    combos = list(itertools.product(*(f.values for f in vary[1:]))) or [()]
     files = []
     for metric, (label, slo_key) in PLOTTED.items():
         fig, axes = plt.subplots(1, len(combos), figsize=(6 * len(combos), 4), squeeze=False)
         for ax, combo in zip(axes[0], combos, strict=True):
             fixed = dict(zip(others, combo, strict=True))
-            pts = [p for p in base if all(p["values"].get(k) == v for k, v in fixed.items())]
-            for tier in doc["tiers"]:
+            pts = [p for p in base if all(p.values.get(k) == v for k, v in fixed.items())]
+            for tier in doc.tiers:
                 _line(ax, pts, tier, metric, x_path, xs, numeric)
             if slo_key is not None:
-                ax.axhline(doc["slo"][slo_key], color="black", ls="--", lw=1.0, label="SLO")
+                ax.axhline(getattr(doc.slo, slo_key), color="black", ls="--", lw=1.0,
+                           label="SLO")
             ax.set_xlabel(x_path or "")
             ax.set_ylabel(label)
             if fixed:
@@ -142,17 +144,17 @@ def write_plots(folder: Path, doc: dict[str, Any]) -> list[str]:
 def _line(ax, pts, tier, metric, x_path, xs, numeric) -> None:
     x, y, lo, hi = [], [], [], []
     for i, value in enumerate(xs):
-        match = [p for p in pts if x_path is None or p["values"].get(x_path) == value]
+        match = [p for p in pts if x_path is None or p.values.get(x_path) == value]
         if not match:
             continue
-        iv = next(t for t in match[0]["tiers"] if t["tier"] == tier)[metric]
-        if iv["mean"] is None:
+        iv = getattr(next(t for t in match[0].tiers if t.tier == tier), metric)
+        if iv.mean is None:
             continue
         x.append(value if numeric else i)
-        y.append(iv["mean"])
-        hw = iv["half_width"] or 0.0
-        lo.append(iv["mean"] - hw)
-        hi.append(iv["mean"] + hw)
+        y.append(iv.mean)
+        hw = iv.half_width or 0.0
+        lo.append(iv.mean - hw)
+        hi.append(iv.mean + hw)
     if not x:
         return
     (line,) = ax.plot(x, y, marker="o", label=tier)

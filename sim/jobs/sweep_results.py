@@ -10,15 +10,17 @@ differences (same replication seeds, so common random numbers cancel most noise)
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from .. import __version__
 from ..stats import mean_interval
-from ..summary import RunSummary
+from ..summary import RunSummary, SloSummary
 from .sweep_plan import BASE, SweepPlan
 
 HEADLINE = {
@@ -52,6 +54,38 @@ HEADLINE = {
 _COUNTS = {"requests", "attempts", "retries", "throttled", "phantom_throttles",
            "windows_with_throttles", "retry_budget_refusals", "refused_430", "ws_events_lost"}
 
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class IntervalFigure(_Frozen):
+    """A metric over replications: mean (None: undefined in every one), the 95 %
+    half-width and bounds (None with one replication), and the replications counted."""
+
+    mean: float | None
+    half_width: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values) -> IntervalFigure:
+        """The Student-t interval of ``values`` (:func:`sim.stats.mean_interval`)."""
+        iv = mean_interval(list(values))
+        return cls(mean=None if math.isnan(iv.mean) else iv.mean, half_width=iv.half_width,
+                   low=iv.low, high=iv.high, n=iv.n)
+
+
+class IntervalMetrics(_Frozen):
+    """The metrics ``sweep.json`` gives an interval for (field order: file order)."""
+
+    throttle_rate: IntervalFigure
+    failure_rate: IntervalFigure
+    p99_latency_ms: IntervalFigure
+    cu_settled: IntervalFigure
+    cost_usd: IntervalFigure
+
+
 INTERVAL_METRICS = {
     "throttle_rate": "throttle_rate",
     "failure_rate": "failure_rate",
@@ -59,7 +93,83 @@ INTERVAL_METRICS = {
     "cu_settled": "cu_settled",
     "cost_usd": "monthly_usd",
 }
-"""``sweep.json`` metric -> ``points`` column; each gets a mean and a 95 % interval."""
+"""``sweep.json`` metric (a field of every point's tier) -> ``points`` column."""
+
+
+class PointTier(IntervalMetrics):
+    """One tier at one point and variant: each metric over the replications."""
+
+    tier: str
+    n: int
+    slo_met_fraction: float  # replications meeting the SLO
+
+    # ``tier`` and ``n`` come first in the file.
+    @model_serializer(mode="wrap")
+    def _tier_first(self, handler):
+        data = handler(self)
+        return {"tier": data.pop("tier"), "n": data.pop("n"), **data}
+
+
+class SweepPoint(_Frozen):
+    """A point of the grid under one variant: its tiers and the cheapest meeting the SLO."""
+
+    point: int
+    values: dict[str, Any]
+    variant: str
+    tiers: tuple[PointTier, ...]
+    cheapest_meeting_slo: str | None
+
+
+class SloMet(_Frozen):
+    """Fractions of replications meeting the SLO, base and variant."""
+
+    base: float
+    variant: float
+
+
+class VariantDifference(IntervalMetrics):
+    """A variant minus the base at one point and tier, replication by replication."""
+
+    point: int
+    values: dict[str, Any]
+    variant: str
+    tier: str
+    slo_met_fraction: SloMet
+
+    @model_serializer(mode="wrap")
+    def _where_first(self, handler):
+        data = handler(self)
+        head = {k: data.pop(k) for k in ("point", "values", "variant", "tier")}
+        return {**head, **data}
+
+
+class VaryFactor(_Frozen):
+    """A varied key path and its values."""
+
+    path: str
+    values: tuple[Any, ...]
+
+
+class SweepDocument(_Frozen):
+    """The content of ``sweep.json``."""
+
+    capsim_version: str
+    scenario: str
+    scenario_file: str
+    fingerprint: str
+    replications: int
+    confidence_level: float
+    tiers: tuple[str, ...]
+    vary: tuple[VaryFactor, ...]
+    variants: tuple[str, ...]
+    slo: SloSummary
+    points: tuple[SweepPoint, ...]
+    variant_differences: tuple[VariantDifference, ...]
+
+    def to_json(self) -> str:
+        """The text of ``sweep.json``."""
+        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False,
+                          allow_nan=False) + "\n"
 
 
 def points_frame(plan: SweepPlan, summaries: dict[str, RunSummary]) -> pd.DataFrame:
@@ -96,25 +206,18 @@ def points_frame(plan: SweepPlan, summaries: dict[str, RunSummary]) -> pd.DataFr
     return frame
 
 
-def _interval(values) -> dict[str, Any]:
-    iv = mean_interval(list(values))
-    mean = None if math.isnan(iv.mean) else iv.mean
-    return {"mean": mean, "half_width": iv.half_width, "low": iv.low, "high": iv.high,
-            "n": iv.n}
-
-
-def _cheapest(rows: list[dict[str, Any]], limits: dict[str, float]) -> str | None:
-    meeting = [r for r in rows if r["slo_met_fraction"] == 1.0]
+def _cheapest(rows: list[PointTier], limits: dict[str, float]) -> str | None:
+    meeting = [r for r in rows if r.slo_met_fraction == 1.0]
     if not meeting:
         return None
-    priced = [r for r in meeting if r["cost_usd"]["mean"] is not None]
+    priced = [r for r in meeting if r.cost_usd.mean is not None]
     pool = priced or meeting
-    best = min(pool, key=lambda r: (r["cost_usd"]["mean"] if priced else 0, limits[r["tier"]]))
-    return best["tier"]
+    best = min(pool, key=lambda r: (r.cost_usd.mean if priced else 0, limits[r.tier]))
+    return best.tier
 
 
 def sweep_document(plan: SweepPlan, points: pd.DataFrame,
-                   base_summary: RunSummary) -> dict[str, Any]:
+                   base_summary: RunSummary) -> SweepDocument:
     """The content of ``sweep.json``."""
     limits = {t.tier: t.cu_per_window for t in base_summary.tiers}
     groups = {key: g for key, g in points.groupby(["point", "variant", "tier"], observed=True,
@@ -125,12 +228,12 @@ def sweep_document(plan: SweepPlan, points: pd.DataFrame,
             tiers = []
             for tier in plan.tiers:
                 g = groups[(p, variant, tier)].sort_values("replication")
-                entry = {"tier": tier, "n": len(g)}
-                entry.update({name: _interval(g[col]) for name, col in INTERVAL_METRICS.items()})
-                entry["slo_met_fraction"] = float(g["meets_slo"].mean())
-                tiers.append(entry)
-            out_points.append({"point": p, "values": values, "variant": variant, "tiers": tiers,
-                               "cheapest_meeting_slo": _cheapest(tiers, limits)})
+                tiers.append(PointTier(
+                    tier=tier, n=len(g), slo_met_fraction=float(g["meets_slo"].mean()),
+                    **{name: IntervalFigure.of(g[col]) for name, col in INTERVAL_METRICS.items()}))
+            out_points.append(SweepPoint(point=p, values=values, variant=variant,
+                                         tiers=tuple(tiers),
+                                         cheapest_meeting_slo=_cheapest(tiers, limits)))
     diffs = []
     for p, values in enumerate(plan.points):
         for variant in plan.variants:
@@ -139,25 +242,24 @@ def sweep_document(plan: SweepPlan, points: pd.DataFrame,
             for tier in plan.tiers:
                 base = groups[(p, BASE, tier)].sort_values("replication")
                 var = groups[(p, variant, tier)].sort_values("replication")
-                entry = {"point": p, "values": values, "variant": variant, "tier": tier}
-                for name, col in INTERVAL_METRICS.items():
-                    d = var[col].to_numpy(float) - base[col].to_numpy(float)
-                    entry[name] = _interval(d)
-                entry["slo_met_fraction"] = {"base": float(base["meets_slo"].mean()),
-                                             "variant": float(var["meets_slo"].mean())}
-                diffs.append(entry)
-    return {
-        "capsim_version": __version__,
-        "scenario": plan.scenario_name,
-        "scenario_file": plan.scenario_label,
-        "fingerprint": plan.fingerprint,
-        "replications": plan.replications,
-        "confidence_level": 0.95,
-        "tiers": list(plan.tiers),
-        "vary": [{"path": f.path, "values": list(f.values)} for f in plan.factors],
-        "variants": [v for v in plan.variants if v != BASE],
-        "slo": base_summary.slo.model_dump(),
-        "points": out_points,
-        "variant_differences": diffs,
-    }
-
+                diffs.append(VariantDifference(
+                    point=p, values=values, variant=variant, tier=tier,
+                    slo_met_fraction=SloMet(base=float(base["meets_slo"].mean()),
+                                            variant=float(var["meets_slo"].mean())),
+                    **{name: IntervalFigure.of(var[col].to_numpy(float)
+                                               - base[col].to_numpy(float))
+                       for name, col in INTERVAL_METRICS.items()}))
+    return SweepDocument(
+        capsim_version=__version__,
+        scenario=plan.scenario_name,
+        scenario_file=plan.scenario_label,
+        fingerprint=plan.fingerprint,
+        replications=plan.replications,
+        confidence_level=0.95,
+        tiers=tuple(plan.tiers),
+        vary=tuple(VaryFactor(path=f.path, values=tuple(f.values)) for f in plan.factors),
+        variants=tuple(v for v in plan.variants if v != BASE),
+        slo=base_summary.slo,
+        points=tuple(out_points),
+        variant_differences=tuple(diffs),
+    )

@@ -45,6 +45,7 @@ from ..vocabulary import (
     STREAMS_API_STREAMS,
     WS_435,
     WS_CU,
+    Rng,
 )
 from .admission import Admission, Decision
 from .clock import ServiceClock
@@ -130,9 +131,9 @@ class EmulatorApp:
         self.pricing: Pricing = loaded.pricing
         self._methods = sc.methods
         self._rpc_methods = {m for m, spec in sc.methods.items() if spec.api == RPC}
-        self._service_rng = {m: named_stream(sc.seed, "live", "service", m) for m in sc.methods}
-        self._gas_rng = named_stream(sc.seed, "live", "gas")
-        self._stale_rng = named_stream(sc.seed, "live", "stale")
+        self._service_rng = {m: named_stream(sc.seed, Rng.LIVE, Rng.SERVICE, m) for m in sc.methods}
+        self._gas_rng = named_stream(sc.seed, Rng.LIVE, Rng.GAS)
+        self._stale_rng = named_stream(sc.seed, Rng.LIVE, Rng.STALE)
         sizing = next((s.sizing for s in sc.sources if SIZE_METHOD in s.mix), Sizing())
         self._gas_used = sizing.gas_used
         self._stale = sc.ws.stale_expiry_s

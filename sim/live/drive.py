@@ -38,15 +38,11 @@ from ..policy.resolved import LoadedScenario
 from ..policy.retry import RetryDecider
 from ..rng import stream as named_stream
 from ..traces.bodies import canonical_hash
-from ..vocabulary import RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, WINDOW_S
+from ..vocabulary import HTTP_STATUS_OUTCOME, RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, WINDOW_S, Rng
 from ..workload.demand import RequestDrawer, build_plan
 from .certs import HOSTNAMES
 from .clock import ServiceClock
 from .record import DriveRecorder
-
-STATUS_OUTCOME = {200: "ok", 434: "434", -32005: "-32005", 402: "402", 401: "401",
-                  413: "oversized", 421: "421", 430: "430", 435: "435"}
-"""The outcome an HTTP attempt's recorded status stands for (others: ``other``)."""
 
 _WALL_TIMEOUT_S = 30.0
 _ADDRESS = "0x" + "11" * 20
@@ -152,13 +148,13 @@ class _Source:
         self.sni = client.sni
         self.reuse = client.http.reuse
         self.region = sc.region_of(src)
-        self.decider = RetryDecider(client.retry, named_stream(sc.seed, "source", src.name,
-                                                               "retry"))
+        self.decider = RetryDecider(client.retry, named_stream(sc.seed, Rng.SOURCE, src.name,
+                                                               Rng.RETRY))
         self.retry_on = frozenset(client.retry.retry_on)
         profiles = list(src.sizing.profiles)
         weights = np.array([src.sizing.profiles[p] for p in profiles], dtype=float)
         self._profiles, self._profile_p = profiles, weights / weights.sum()
-        self._profile_rng = named_stream(sc.seed, "live", "drive", src.name, "profiles")
+        self._profile_rng = named_stream(sc.seed, Rng.LIVE, Rng.DRIVE, src.name, Rng.PROFILES)
         http = client.http
         self._limits = httpx.Limits(
             max_connections=http.max_connections, max_keepalive_connections=http.max_connections,
@@ -242,8 +238,8 @@ class Driver:
         sc, clock = self.scenario, self.clock
         src = sc.sources[index]
         drawer = RequestDrawer(src, self.plan.tables, self.pricing, sc, sc.seed,
-                               stream_name=("worker", worker))
-        think_rng = named_stream(sc.seed, "source", src.name, "worker", worker, "think")
+                               stream_name=(Rng.WORKER, worker))
+        think_rng = named_stream(sc.seed, Rng.SOURCE, src.name, Rng.WORKER, worker, Rng.THINK)
         think = src.workers.think.sample(think_rng, 4096).tolist()
         methods = self.plan.tables.methods
         await clock.sleep_until(self.start_s + think_rng.random() * src.workers.think.mean)
@@ -349,7 +345,7 @@ class Driver:
         finally:
             if not source.reuse:
                 await client.aclose()
-        outcome = STATUS_OUTCOME.get(status, "other") if status is not None else "error"
+        outcome = HTTP_STATUS_OUTCOME.get(status, "other") if status is not None else "error"
         self.recorder.attempt(
             t_s=t_send, end_s=t_end, api=api, method=method, key=source.src.key,
             region=source.region, status=status, items=len(profiles) if profiles else None,

@@ -24,11 +24,16 @@ import numpy as np
 
 from ..config.websockets import StreamClient
 from ..rng import stream as named_stream
-from ..vocabulary import MONITORING, MONITORING_PATH, SEARCH, STREAM_API, STREAMS
+from ..vocabulary import (
+    HANDSHAKE_STATUS_OUTCOME,
+    MONITORING,
+    MONITORING_PATH,
+    SEARCH,
+    STREAM_API,
+    STREAMS,
+    Rng,
+)
 from .certs import HOSTNAMES
-
-HANDSHAKE_OUTCOME = {101: "ok", 435: "435", 434: "ws_cu_rejected", 401: "401", 402: "402"}
-"""The outcome a handshake's HTTP status stands for."""
 
 EXHAUSTED_CODE = 1013
 
@@ -97,7 +102,7 @@ class StreamDriver:
             status = None
             d.errors[type(err).__name__] += 1
         t_end = d.clock.now()
-        outcome = HANDSHAKE_OUTCOME.get(status, "other") if status is not None else "error"
+        outcome = HANDSHAKE_STATUS_OUTCOME.get(status, "other") if status is not None else "error"
         method = MONITORING_PATH if c.stream == MONITORING else c.stream
         d.recorder.attempt(
             t_s=t_send, end_s=t_end, api=api, method=method, key=c.key,
@@ -177,11 +182,11 @@ class StreamDriver:
     async def _holder(self, ci: int, c: StreamClient, k: int) -> None:
         d, clock = self.drive, self.drive.clock
         seed = d.scenario.seed
-        base = ("live", "drive", "ws", c.name, k)
-        faults = _Draws(named_stream(seed, *base, "faults"))
-        reconnect = _Draws(named_stream(seed, *base, "reconnect"))
-        session_rng = named_stream(seed, *base, "session")
-        gap_rng = named_stream(seed, *base, "gap")
+        base = (Rng.LIVE, Rng.DRIVE, Rng.WS, c.name, k)
+        faults = _Draws(named_stream(seed, *base, Rng.FAULTS))
+        reconnect = _Draws(named_stream(seed, *base, Rng.RECONNECT))
+        session_rng = named_stream(seed, *base, Rng.SESSION)
+        gap_rng = named_stream(seed, *base, Rng.GAP)
         drops = sorted(d.start_s + t for t in c.faults.drop_all_at_s)
         min_retry = d.scenario.ws.min_retry_s
         await clock.sleep_until(d.start_s)
@@ -228,10 +233,10 @@ class StreamDriver:
     async def _open_loop(self, ci: int, c: StreamClient) -> None:
         d, clock = self.drive, self.drive.clock
         seed = d.scenario.seed
-        base = ("ws", "client", c.name)
-        times = c.arrival.times(named_stream(seed, *base, "arrival"), d.scenario.duration_s,
+        base = (Rng.WS, Rng.CLIENT, c.name)
+        times = c.arrival.times(named_stream(seed, *base, Rng.WS_ARRIVAL), d.scenario.duration_s,
                                 d.scenario.day_offset_s)
-        lengths = c.session.sample(named_stream(seed, *base, "session"), times.size)
+        lengths = c.session.sample(named_stream(seed, *base, Rng.SESSION), times.size)
 
         async def session(rid: int, t: float, length: float) -> None:
             outcome, _, ws, conn = await self._handshake(c, rid)

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 from ..config.scenario import Scenario
 from ..rng import stream as named_stream
-from ..vocabulary import MONITORING, STREAMS_API_STREAMS
+from ..vocabulary import MONITORING, STREAMS_API_STREAMS, Rng
 from .clock import ServiceClock
 
 Deliver = Callable[[str, int, float], Awaitable[None]]
@@ -46,7 +46,7 @@ class Publisher:
     def times(self, name: str):
         """Publish times of ``name`` in service seconds, increasing, without end."""
         src = self.scenario.ws.source(name)
-        rng = named_stream(self.scenario.seed, "live", "publish", name)
+        rng = named_stream(self.scenario.seed, Rng.LIVE, Rng.PUBLISH, name)
         if src.kind == "block":
             k = 1
             while True:

@@ -30,7 +30,7 @@ from ..policy.pacing import TokenBucket
 from ..policy.retry import RetryDecider
 from ..policy.tiers import APIS, RPC, Tier
 from ..rng import stream
-from ..vocabulary import SIZE_METHOD
+from ..vocabulary import SIZE_METHOD, Rng
 from ..workload.demand import Plan
 from . import recorder as rc
 from .accounts import AccountPolicies, build_accounts
@@ -198,7 +198,7 @@ class TierRun:
             p = client.pacing
             self._pacers.append(TokenBucket(p.rate_cu_per_s, p.burst_cu) if p else None)
             self._deciders.append(
-                RetryDecider(client.retry, stream(sc.seed, "source", src.name, "retry")))
+                RetryDecider(client.retry, stream(sc.seed, Rng.SOURCE, src.name, Rng.RETRY)))
             self._retry_codes.append(frozenset(rc.OUTCOMES.index(o) for o in client.retry.retry_on
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)
@@ -298,7 +298,7 @@ class TierRun:
         sc, env = self.plan.scenario, self.env
         src = sc.sources[src_idx]
         drawer = self.plan.drawer_for(src_idx, worker)
-        think_rng = stream(sc.seed, "source", src.name, "worker", worker, "think")
+        think_rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.WORKER, worker, Rng.THINK)
         tab = self.plan.tables
         key = tab.keys.index(src.key)
         region = tab.regions.index(sc.region_of(src))

@@ -35,7 +35,7 @@ from ..policy.pricing import Pricing
 from ..policy.slots import SlotPool, summed_series
 from ..policy.tiers import Tier
 from ..rng import stream
-from ..vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU
+from ..vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU, Rng
 from .ws_publish import PublishTimes
 from .ws_records import HandshakeSink, WebsocketsResult, WsRecords
 
@@ -115,7 +115,7 @@ class Websockets:
         self._sources: dict[str, StreamSource] = {s: settings.source(s) for s in used}
         self._publish_cu = {s: float(pricing.websocket.publish_cu.get(s, 0.0)) if src.billed
                             else 0.0 for s, src in self._sources.items()}
-        self._streams = {s: _Stream(s, PublishTimes(src, stream(seed, "ws", "publish", s),
+        self._streams = {s: _Stream(s, PublishTimes(src, stream(seed, Rng.WS, Rng.PUBLISH, s),
                                                     duration_s, day_offset_s),
                                     self._publish_cu[s])
                          for s, src in self._sources.items()}
@@ -157,10 +157,10 @@ class Websockets:
                 env.process(self._feeder(ci))
                 continue
             for k in range(c.connections):
-                base = ("ws", "client", c.name, k)
-                conn = _Conn(ci, k, c.stream, BlockDraws(stream(seed, *base, "faults"), _BLOCK),
-                             BlockDraws(stream(seed, *base, "reconnect"), _BLOCK),
-                             BlockDraws(stream(seed, *base, "stale"), _BLOCK))
+                base = (Rng.WS, Rng.CLIENT, c.name, k)
+                conn = _Conn(ci, k, c.stream, BlockDraws(stream(seed, *base, Rng.FAULTS), _BLOCK),
+                             BlockDraws(stream(seed, *base, Rng.RECONNECT), _BLOCK),
+                             BlockDraws(stream(seed, *base, Rng.STALE), _BLOCK))
                 conn.proc = env.process(self._holder(conn, base))
 
     def _holder(self, conn: _Conn, base: tuple):
@@ -169,8 +169,8 @@ class Websockets:
         c = self.clients[ci]
         policy = c.reconnect
         lengths = (None if c.session is None
-                   else BlockDraws(stream(self.seed, *base, "session"), 64, c.session.sample))
-        gaps = BlockDraws(stream(self.seed, *base, "gap"), 64, c.gap.sample)
+                   else BlockDraws(stream(self.seed, *base, Rng.SESSION), 64, c.session.sample))
+        gaps = BlockDraws(stream(self.seed, *base, Rng.GAP), 64, c.gap.sample)
         while True:
             self._want(conn, env.now)
             session_end, failures = math.inf, 0
@@ -218,11 +218,11 @@ class Websockets:
     def _feeder(self, ci: int):
         """Open-loop sessions: each arrival tries once; refused sessions are lost."""
         env, T, seed, c = self.env, self.duration_s, self.seed, self.clients[ci]
-        base = ("ws", "client", c.name)
-        times = c.arrival.times(stream(seed, *base, "arrival"), T, self.day_offset_s)
-        lengths = c.session.sample(stream(seed, *base, "session"), times.size)
+        base = (Rng.WS, Rng.CLIENT, c.name)
+        times = c.arrival.times(stream(seed, *base, Rng.WS_ARRIVAL), T, self.day_offset_s)
+        lengths = c.session.sample(stream(seed, *base, Rng.SESSION), times.size)
         draws = [BlockDraws(stream(seed, *base, p), _BLOCK)
-                 for p in ("faults", "reconnect", "stale")]
+                 for p in (Rng.FAULTS, Rng.RECONNECT, Rng.STALE)]
         on_end = self._end_wanting
         for k, (t, length) in enumerate(zip(times.tolist(), lengths.tolist(), strict=True)):
             if t > env.now:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..vocabulary import DAY_S
+from ..vocabulary import DAY_S, WINDOW_S
 
 OK, THROTTLED, NO_ALLOWANCE, OVERSIZED = 0, 1, 2, 3
 """Status codes of :meth:`CULimiter.reserve`."""
@@ -113,7 +113,7 @@ class CULimiter:
         self,
         budget_cu: float,
         *,
-        window_s: float = 12.0,
+        window_s: float = WINDOW_S,
         alignment: str = "epoch",
         refund_to: str = "origin-window",
         daily_allowance_cu: float | None = None,

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
-from ..errors import CapsimError
+from ..errors import CapsimError, read_user_text
 from ..stats import Interval, mean_interval
 from ..summary import SCHEMA_VERSION, RunSummary
 from .catalogue import METRICS
@@ -159,8 +159,8 @@ def _dumps(value, indent: str) -> str:
 
 def summary_hash(summary: RunSummary) -> str:
     """A stand-in content hash for a bare summary (its provenance fields)."""
-    ident = {k: summary.to_dict()[k] for k in ("scenario", "scenario_file", "seed",
-                                                "start", "duration_s", "limiter", "slo")}
+    ident = summary.model_dump(mode="json", include={"scenario", "scenario_file", "seed",
+                                                     "start", "duration_s", "limiter", "slo"})
     return "summary:" + _digest(ident)
 
 
@@ -219,12 +219,5 @@ def parse_baseline(text: str, *, file: str | None = None) -> Baseline:
 
 def load_baseline(path: str | Path) -> Baseline:
     """Read a baseline file (:func:`parse_baseline`)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CapsimError("no such baseline file (write one with `capsim baseline save`)",
-                          file=str(p)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise CapsimError(f"cannot read it ({type(err).__name__})", file=str(p)) from None
-    return parse_baseline(text, file=str(p))
+    text = read_user_text(path, "no such baseline file (write one with `capsim baseline save`)")
+    return parse_baseline(text, file=str(path))

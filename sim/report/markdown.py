@@ -1,6 +1,15 @@
-"""``report.md``: the run in words and tables, plots linked."""
+"""``report.md``: the run in words and tables, plots linked.
+
+Reads the typed summary (:class:`~sim.summary.RunSummary`): a renamed field fails here,
+at the attribute, rather than printing an empty cell.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..summary import RunSummary, TierSummary
+from ..vocabulary import HANDSHAKE_OUTCOMES
 
 
 def _fmt(x, nd=1) -> str:
@@ -16,25 +25,25 @@ def _val(x) -> str:
     return "–" if x is None else str(x)
 
 
-def tier_table(tiers: list[dict]) -> list[str]:
+def tier_table(tiers: Sequence[TierSummary]) -> list[str]:
     """The per-tier table (Markdown rows), also printed by the CLI. With several accounts
     CU/12s and $/month are the plan's: every account's, added up."""
     rows = ["| tier | CU/12s | $/month | requests | attempts | throttle rate | phantom | "
             "failure rate | p50 ms | p99 ms | peak reserved | peak settled | SLO |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for t in tiers:
-        lat = t["latency_ms"]
+        lat = t.latency_ms
         # Several accounts: the whole plan's budget and price (see the Accounts table).
-        plan = t.get("plan")
-        cu = t["cu"]["limit"] if plan else t["cu_per_window"]
-        usd = plan["monthly_usd"] if plan else t["monthly_usd"]
+        plan = t.plan
+        cu = t.cu.limit if plan else t.cu_per_window
+        usd = plan.monthly_usd if plan else t.monthly_usd
         rows.append(
-            f"| {t['tier']} | {_fmt(cu, 0)} | {_fmt(usd, 0)} | "
-            f"{_fmt(t['requests'])} | {_fmt(t['attempts'])} | {t['throttle_rate']:.2%} | "
-            f"{_fmt(t['phantom_throttles'])} | {t['failure_rate']:.2%} | {_fmt(lat['p50'])} | "
-            f"{_fmt(lat['p99'])} | {_fmt(t['cu']['peak_window_reserved'], 0)} | "
-            f"{_fmt(t['cu']['peak_window_settled'], 0)} | "
-            f"{'meets' if t['meets_slo'] else 'fails'} |")
+            f"| {t.tier} | {_fmt(cu, 0)} | {_fmt(usd, 0)} | "
+            f"{_fmt(t.requests)} | {_fmt(t.attempts)} | {t.throttle_rate:.2%} | "
+            f"{_fmt(t.phantom_throttles)} | {t.failure_rate:.2%} | {_fmt(lat.p50)} | "
+            f"{_fmt(lat.p99)} | {_fmt(t.cu.peak_window_reserved, 0)} | "
+            f"{_fmt(t.cu.peak_window_settled, 0)} | "
+            f"{'meets' if t.meets_slo else 'fails'} |")
     return rows
 
 
@@ -48,37 +57,37 @@ COST_NOTE = (
     "within one UTC day *used (max day)* equals *charged*.")
 
 
-def cost_table(tiers: list[dict]) -> list[str]:
+def cost_table(tiers: Sequence[TierSummary]) -> list[str]:
     """CU per tier, with the column that each kind of CU goes in named in the header."""
     rows = ["| tier | CU reserved (requests + handshakes) | CU settled (requests + handshakes) "
             "| CU publish (stream events) | CU charged (settled + publish) | daily allowance "
             "| used (max day) | ran out at |",
             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for t in tiers:
-        d, cu = t["daily_allowance"], t["cu"]
-        publish = (t.get("websockets") or {}).get("cu_publish", 0.0)
-        rows.append(f"| {t['tier']} | {_fmt(cu['reserved'], 0)} | {_fmt(cu['settled'], 0)} | "
-                    f"{_fmt(publish, 0)} | {_fmt(cu['settled'] + publish, 0)} | "
-                    f"{_fmt(d['allowance_cu'], 0)} | {_fmt(d['used_cu'], 0)} | "
-                    f"{_val(d['ran_out_at'])} |")
+        d, cu = t.daily_allowance, t.cu
+        publish = t.websockets.cu_publish if t.websockets else 0.0
+        rows.append(f"| {t.tier} | {_fmt(cu.reserved, 0)} | {_fmt(cu.settled, 0)} | "
+                    f"{_fmt(publish, 0)} | {_fmt(cu.settled + publish, 0)} | "
+                    f"{_fmt(d.allowance_cu, 0)} | {_fmt(d.used_cu, 0)} | "
+                    f"{_val(d.ran_out_at)} |")
     return rows
 
 
-def connections_table(tiers: list[dict]) -> list[str]:
+def connections_table(tiers: Sequence[TierSummary]) -> list[str]:
     """HTTP/2 connection figures per tier, or one row when every tier shows the same figures."""
     rows = ["| tier | opened | peak active | 430 | 421 | attempts that waited for a stream | "
             "mean wait ms | p99 wait ms |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     cells = []
     for t in tiers:
-        c = t["connections"]
-        w = c["stream_wait_ms"]
-        cells.append(f"{_fmt(c['opened'])} | {_fmt(c['peak_active'])} | "
-                     f"{_fmt(c['refused_430'])} | {_fmt(c['refused_421'])} | "
-                     f"{_fmt(c['attempts_waiting_for_stream'])} | {_fmt(w['mean'], 2)} | "
-                     f"{_fmt(w['p99'], 2)} |")
+        c = t.connections
+        w = c.stream_wait_ms
+        cells.append(f"{_fmt(c.opened)} | {_fmt(c.peak_active)} | "
+                     f"{_fmt(c.refused_430)} | {_fmt(c.refused_421)} | "
+                     f"{_fmt(c.attempts_waiting_for_stream)} | {_fmt(w.mean, 2)} | "
+                     f"{_fmt(w.p99, 2)} |")
     if len(tiers) > 1 and len(set(cells)) == 1:
         return [*rows, f"| all {len(tiers)} tiers (identical) | {cells[0]}"]
-    return rows + [f"| {t['tier']} | {row}" for t, row in zip(tiers, cells, strict=True)]
+    return rows + [f"| {t.tier} | {row}" for t, row in zip(tiers, cells, strict=True)]
 
 
 ACCOUNTS_NOTE = (
@@ -89,9 +98,9 @@ ACCOUNTS_NOTE = (
     "account (401) counts for none.")
 
 
-def accounts_table(tiers: list[dict]) -> list[str]:
+def accounts_table(tiers: Sequence[TierSummary]) -> list[str]:
     """One row per tier and account (scenarios with more than one account), else none."""
-    if not any(t.get("plan") and len(t["plan"]["accounts"]) > 1 for t in tiers):
+    if not any(t.plan and len(t.plan.accounts) > 1 for t in tiers):
         return []
     rows = ["| tier studied | plan $/month | account | its tier | $/month | requests | "
             "attempts | throttle rate | failure rate | p99 ms | CU settled | peak window CU | "
@@ -99,96 +108,111 @@ def accounts_table(tiers: list[dict]) -> list[str]:
             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"
             "---:|---:|---:|"]
     for t in tiers:
-        plan = t.get("plan")
+        plan = t.plan
         if not plan:
             continue
-        for i, a in enumerate(plan["accounts"]):
-            head = (f"{t['tier']} | {_fmt(plan['monthly_usd'], 0)}" if i == 0 else " | ")
-            fixed = " (fixed)" if a["fixed_tier"] else ""
+        for i, a in enumerate(plan.accounts):
+            head = (f"{t.tier} | {_fmt(plan.monthly_usd, 0)}" if i == 0 else " | ")
+            fixed = " (fixed)" if a.fixed_tier else ""
             rows.append(
-                f"| {head} | {a['account']} | {a['tier']}{fixed} | {_fmt(a['monthly_usd'], 0)} | "
-                f"{_fmt(a['requests'])} | {_fmt(a['attempts'])} | {a['throttle_rate']:.2%} | "
-                f"{a['failure_rate']:.2%} | {_fmt(a['latency_p99_ms'])} | "
-                f"{_fmt(a['cu_settled'], 0)} | {_fmt(a['peak_window_used'], 0)} | "
-                f"{_fmt(a['cu_per_window'], 0)} | {_val(a['daily_allowance']['ran_out_at'])} | "
-                f"{_fmt(a['connections_opened'])} | {_fmt(a['refused_430'])} | "
-                f"{_fmt(a['ws_handshakes_ok'])} | {_fmt(a['ws_refused_435'])} | "
-                f"{_fmt(a['peak_live_slots'])} / {_fmt(a['ws_cap'])} |")
+                f"| {head} | {a.account} | {a.tier}{fixed} | {_fmt(a.monthly_usd, 0)} | "
+                f"{_fmt(a.requests)} | {_fmt(a.attempts)} | {a.throttle_rate:.2%} | "
+                f"{a.failure_rate:.2%} | {_fmt(a.latency_p99_ms)} | "
+                f"{_fmt(a.cu_settled, 0)} | {_fmt(a.peak_window_used, 0)} | "
+                f"{_fmt(a.cu_per_window, 0)} | {_val(a.daily_allowance.ran_out_at)} | "
+                f"{_fmt(a.connections_opened)} | {_fmt(a.refused_430)} | "
+                f"{_fmt(a.ws_handshakes_ok)} | {_fmt(a.ws_refused_435)} | "
+                f"{_fmt(a.peak_live_slots)} / {_fmt(a.ws_cap)} |")
     return ["## Accounts", "", *rows, "", ACCOUNTS_NOTE, ""]
 
 
-def render(summary: dict, plots: list[str]) -> str:
+def _limiter_line(limiter: dict) -> str:
+    utc = limiter["alignment"] == "utc"
+    phase = (f" (phase {limiter.get('phase_s', 0):g} s after the UTC 12-s grid)"
+             if utc else "")
+    return (f"- limiter: windows aligned `{limiter['alignment']}`{phase}, refunds to "
+            f"`{limiter['refund_to']}`")
+
+
+def outcomes_table(tiers: Sequence[TierSummary]) -> list[str]:
+    """Attempts per outcome and tier; the columns are the outcomes the summary counts."""
+    names = list(tiers[0].outcomes) if tiers else []
+    rows = ["| tier | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    rows += [f"| {t.tier} | " + " | ".join(_fmt(t.outcomes[n]) for n in names) + " |"
+             for t in tiers]
+    return rows
+
+
+def websockets_table(tiers: Sequence[TierSummary]) -> list[str]:
+    """Handshakes by outcome, connected time, events and CU per tier (tiers with
+    websockets)."""
+    rows = ["| tier | cap | handshakes " + " | ".join(HANDSHAKE_OUTCOMES) + " | connected | "
+            "events delivered | events lost | CU connect | CU publish | CU requests |",
+            "|---|---:|" + "---:|" * len(HANDSHAKE_OUTCOMES)
+            + "---:|---:|---:|---:|---:|---:|"]
+    for t in tiers:
+        w = t.websockets
+        rows.append(
+            f"| {t.tier} | {_val(t.ws_cap)} | "
+            + " | ".join(_fmt(w.handshakes[k]) for k in HANDSHAKE_OUTCOMES) + " | "
+            f"{w.connected_fraction:.1%} | {_fmt(w.events_delivered)} | "
+            f"{_fmt(w.events_lost)} | {_fmt(w.cu_connect, 0)} | "
+            f"{_fmt(w.cu_publish, 0)} | {_fmt(w.cu_requests, 0)} |")
+    return rows
+
+
+def render(summary: RunSummary, plots: list[str]) -> str:
     """The Markdown report."""
-    rec = summary["recommended"]
-    slo = summary["slo"]
+    rec, slo, tiers = summary.recommended, summary.slo, summary.tiers
     lines = [
-        f"# capsim report: {summary['scenario']}",
+        f"# capsim report: {summary.scenario}",
         "",
-        summary["description"] or "",
+        summary.description or "",
         "",
-        f"- scenario file: `{_val(summary['scenario_file'])}`",
-        f"- simulated: {summary['start']} for {summary['duration_s']:,.0f} s, "
-        f"seed {summary['seed']}",
-        f"- limiter: windows aligned `{summary['limiter']['alignment']}`"
-        + (f" (phase {summary['limiter'].get('phase_s', 0):g} s after the UTC 12-s grid)"
-           if summary['limiter']['alignment'] == "utc" else "") + ", refunds to "
-        f"`{summary['limiter']['refund_to']}`",
-        f"- SLO: throttle rate ≤ {slo['max_throttle_rate']:.2%}, failure rate ≤ "
-        f"{slo['max_failure_rate']:.2%}, p99 latency ≤ {slo['p99_latency_ms']:,.0f} ms",
-        f"- capsim {summary['capsim_version']}",
+        f"- scenario file: `{_val(summary.scenario_file)}`",
+        f"- simulated: {summary.start} for {summary.duration_s:,.0f} s, "
+        f"seed {summary.seed}",
+        _limiter_line(summary.limiter),
+        f"- SLO: throttle rate ≤ {slo.max_throttle_rate:.2%}, failure rate ≤ "
+        f"{slo.max_failure_rate:.2%}, p99 latency ≤ {slo.p99_latency_ms:,.0f} ms",
+        f"- capsim {summary.capsim_version}",
         f"- API keys shown as pseudonyms (HMAC-SHA256; secret: "
-        f"{summary.get('pseudonym_secret') or 'unknown'})",
+        f"{summary.pseudonym_secret or 'unknown'})",
         "",
         "## Recommendation",
         "",
-        f"**{rec['tier'] or 'No tier'}** — {rec['reason']}.",
+        f"**{rec.tier or 'No tier'}** — {rec.reason}.",
         "",
         "## Tiers",
         "",
-        *tier_table(summary["tiers"]),
+        *tier_table(tiers),
         "",
         "Throttle rate: attempts refused by the 12-second CU window (434, -32005, "
         "ws_cu_rejected) over all attempts. Phantom: throttles that would have fitted had "
         "in-flight reservations already settled. Latency: successful requests, first send "
         "to final reply, retries included.",
         "",
-        *accounts_table(summary["tiers"]),
+        *accounts_table(tiers),
         "## Outcomes by tier (attempts)",
         "",
+        *outcomes_table(tiers),
+        "", "## Cost and allowance", "", *cost_table(tiers), "", COST_NOTE,
+        "", "## HTTP/2 connections", "", *connections_table(tiers),
     ]
-    names = list(summary["tiers"][0]["outcomes"]) if summary["tiers"] else []
-    lines.append("| tier | " + " | ".join(names) + " |")
-    lines.append("|---|" + "---:|" * len(names))
-    for t in summary["tiers"]:
-        lines.append(f"| {t['tier']} | " + " | ".join(_fmt(t["outcomes"][n]) for n in names) + " |")
-    lines += ["", "## Cost and allowance", "", *cost_table(summary["tiers"]), "", COST_NOTE,
-              "", "## HTTP/2 connections", "", *connections_table(summary["tiers"])]
-    if any(t.get("websockets") for t in summary["tiers"]):
-        lines += ["", "## Websockets", "",
-                  "| tier | cap | handshakes ok | 435 | ws_cu_rejected | 401 | 402 | connected | "
-                  "events delivered | events lost | CU connect | CU publish | CU requests |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for t in summary["tiers"]:
-            w = t["websockets"]
-            h = w["handshakes"]
-            lines.append(
-                f"| {t['tier']} | {_val(t['ws_cap'])} | {_fmt(h['ok'])} | {_fmt(h['435'])} | "
-                f"{_fmt(h['ws_cu_rejected'])} | {_fmt(h['401'])} | {_fmt(h['402'])} | "
-                f"{w['connected_fraction']:.1%} | {_fmt(w['events_delivered'])} | "
-                f"{_fmt(w['events_lost'])} | {_fmt(w['cu_connect'], 0)} | "
-                f"{_fmt(w['cu_publish'], 0)} | {_fmt(w['cu_requests'], 0)} |")
-    failing = [t for t in summary["tiers"] if not t["meets_slo"]]
+    if any(t.websockets for t in tiers):
+        lines += ["", "## Websockets", "", *websockets_table(tiers)]
+    failing = [t for t in tiers if not t.meets_slo]
     if failing:
         lines += ["", "## Why tiers fail the SLO", ""]
-        lines += [f"- **{t['tier']}**: " + "; ".join(t["slo_violations"]) for t in failing]
+        lines += [f"- **{t.tier}**: " + "; ".join(t.slo_violations) for t in failing]
     lines += ["", "## Plots", ""]
     lines += [f"![{p}]({p})" for p in plots]
     lines += ["", "## Assumptions", "", "Model:", ""]
-    lines += [f"- {a}" for a in summary["assumptions"]["model"]]
+    lines += [f"- {a}" for a in summary.assumptions.model]
     lines += ["", "Pricing (not shown by the spec; replace with your contract's numbers):", "",
               "| setting | value | from |", "|---|---:|---|"]
-    lines += [f"| `{p['name']}` | {_val(p['value'])} | {_val(p['source'])} |"
-              for p in summary["assumptions"]["pricing"]]
-    if summary["notes"]:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in summary["notes"]]
+    lines += [f"| `{p.name}` | {_val(p.value)} | {_val(p.source)} |"
+              for p in summary.assumptions.pricing]
+    if summary.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in summary.notes]
     return "\n".join(lines) + "\n"

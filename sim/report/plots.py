@@ -17,6 +17,7 @@ Rules every figure keeps, so a plot never says more or less than the data:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -28,7 +29,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..vocabulary import WINDOW_S  # noqa: E402
+from ..summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary  # noqa: E402
+from ..vocabulary import OUTCOMES, WINDOW_S, WS_435, WS_CU  # noqa: E402
 
 _PNG_META = {"Software": None}
 
@@ -46,6 +48,8 @@ OUTCOME_COLOURS = {
     "ws_cu_rejected": "tab:purple",
 }
 _UNKNOWN = "black"
+_SLOT_OR_CU_REFUSALS = (OUTCOMES[WS_435], OUTCOMES[WS_CU])
+"""Handshakes refused for want of a slot or of CU, marked on the websocket plot."""
 
 #: Marks live in this band of the axes (axes fraction); data is kept below ``_DATA_TOP``.
 _STRIP = (0.92, 0.98)
@@ -139,8 +143,8 @@ def websocket_slots(ax, slots: pd.DataFrame, attempts: pd.DataFrame, tier: str,
                   label="stale slots", lw=0)
         ax.stairs(cap, t, baseline=None, color="black", ls="--", lw=1.0, label="cap")
         top = max(top, float(cap.max()), float((live + stale).max()))
-    a = attempts[(attempts["tier"] == tier) & attempts["outcome"].isin(["435", "ws_cu_rejected"])]
-    for outcome in ("435", "ws_cu_rejected"):
+    a = attempts[(attempts["tier"] == tier) & attempts["outcome"].isin(_SLOT_OR_CU_REFUSALS)]
+    for outcome in _SLOT_OR_CU_REFUSALS:
         _strip(ax, a.loc[a["outcome"] == outcome, "t_send_s"].to_numpy() / 60.0,
                OUTCOME_COLOURS[outcome], f"handshake refused: {outcome}")
     _headroom(ax, top)
@@ -197,13 +201,18 @@ def _percent(v: float, _pos=None) -> str:
     return "0" if v == 0 else f"{v * 100:g}%"
 
 
-def _order(tiers: list[dict]) -> list[dict]:
+def _order(tiers: Sequence[TierSummary]) -> list[TierSummary]:
     """Tiers by monthly price, then budget: the order in which the recommendation looks."""
-    return sorted(tiers, key=lambda t: (t["monthly_usd"] is None, t["monthly_usd"] or 0,
-                                        t["cu_per_window"]))
+    return sorted(tiers, key=lambda t: (t.monthly_usd is None, t.monthly_usd or 0,
+                                        t.cu_per_window))
 
 
-def tier_comparison(axes, tiers: list[dict], slo: dict, recommended: str | None) -> None:
+_AXIS_LABELS = {"throttle_rate": "throttle rate", "failure_rate": "failure rate",
+                "p99_latency": "p99 latency (ms)"}
+
+
+def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
+                    recommended: str | None) -> None:
     """Throttle rate, failure rate and p99 latency per tier against each SLO limit.
 
     ``axes`` are three axes sharing x. Tiers go left to right by monthly price (shown
@@ -212,22 +221,21 @@ def tier_comparison(axes, tiers: list[dict], slo: dict, recommended: str | None)
     """
     tiers = _order(tiers)
     x = np.arange(len(tiers))
-    panels = (("throttle_rate", "throttle rate", slo["max_throttle_rate"]),
-              ("failure_rate", "failure rate", slo["max_failure_rate"]),
-              ("p99", "p99 latency (ms)", slo["p99_latency_ms"]))
-    for ax, (key, title, limit) in zip(axes, panels, strict=True):
-        values = [t["latency_ms"]["p99"] if key == "p99" else t[key] for t in tiers]
+    for ax, criterion in zip(axes, SLO_CRITERIA, strict=True):
+        title, limit = _AXIS_LABELS[criterion.name], criterion.limit(slo)
+        in_ms = criterion.limit_field.endswith("_ms")  # latency: a log axis in ms
+        values = [criterion.read(t) for t in tiers]
         ok = [v is not None and v <= limit for v in values]
         heights = [0.0 if v is None else v for v in values]
         ax.bar(x, heights, 0.6, color=["tab:green" if g else "tab:red" for g in ok])
         ax.axhline(limit, color="black", ls="--", lw=1.0)
         for xi, v, g in zip(x, values, ok, strict=True):
             text = ("no successful\nrequest" if v is None else
-                    f"{v:,.0f}" if key == "p99" else f"{v:.2%}" if v else "0")
+                    f"{v:,.0f}" if in_ms else f"{v:.2%}" if v else "0")
             ax.annotate(text, (xi, 0), xytext=(0, 2), textcoords="offset points",
                         xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6,
                         color="darkgreen" if g else "darkred", fontweight="bold")
-        if key == "p99":
+        if in_ms:
             ax.set_yscale("log")
             ax.set_ylim(min([v for v in values if v] + [limit]) / 3,
                         max([v for v in values if v] + [limit]) * 3)
@@ -238,17 +246,17 @@ def tier_comparison(axes, tiers: list[dict], slo: dict, recommended: str | None)
             ax.yaxis.set_major_formatter(FuncFormatter(_percent))
         ax.set_ylabel(title, fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.text(1.0, limit, f" SLO ≤ {limit:,.0f} ms" if key == "p99" else f" SLO ≤ {limit:.2%}",
+        ax.text(1.0, limit, f" SLO ≤ {limit:,.0f} ms" if in_ms else f" SLO ≤ {limit:.2%}",
                 transform=ax.get_yaxis_transform(), va="center", fontsize=7)
-        if recommended in [t["tier"] for t in tiers]:
-            ri = [t["tier"] for t in tiers].index(recommended)
+        if recommended in [t.tier for t in tiers]:
+            ri = [t.tier for t in tiers].index(recommended)
             ax.axvspan(ri - 0.45, ri + 0.45, color="gold", alpha=0.25, lw=0, zorder=0)
-    names = [t["tier"].replace(" ", "\n", 1) + "\n"
-             + ("price ?" if t["monthly_usd"] is None else f"${t['monthly_usd']:,.0f}/mo")
-             + ("\n★ recommended" if t["tier"] == recommended else "") for t in tiers]
+    names = [t.tier.replace(" ", "\n", 1) + "\n"
+             + ("price ?" if t.monthly_usd is None else f"${t.monthly_usd:,.0f}/mo")
+             + ("\n★ recommended" if t.tier == recommended else "") for t in tiers]
     axes[-1].set_xticks(x, names, fontsize=7)
     for label, t in zip(axes[-1].get_xticklabels(), tiers, strict=True):
-        if t["tier"] == recommended:
+        if t.tier == recommended:
             label.set_fontweight("bold")
     axes[-1].set_xlabel("tiers by monthly price; green: within the SLO, red: over it, "
                         "dashed: the SLO limit", fontsize=8)
@@ -298,16 +306,16 @@ def outcomes_figure(attempts: pd.DataFrame, names: list[str], duration_s: float)
     return fig
 
 
-def websocket_figure(slots: pd.DataFrame, attempts: pd.DataFrame, tiers: list[dict],
-                     duration_s: float):
+def websocket_figure(slots: pd.DataFrame, attempts: pd.DataFrame,
+                     tiers: Sequence[TierSummary], duration_s: float):
     """``websocket_slots.png`` for the tiers that have websocket slots, or None if none has."""
-    drawn = [t["tier"] for t in tiers if t["ws_cap"]]
+    drawn = [t.tier for t in tiers if t.ws_cap]
     if not drawn:
         return None
     fig, axes = _grid(len(drawn))
     for ax, tier in zip(axes, drawn, strict=True):
         websocket_slots(ax, slots, attempts, tier, duration_s)
-    skipped = [t["tier"] for t in tiers if not t["ws_cap"]]
+    skipped = [t.tier for t in tiers if not t.ws_cap]
     fig.suptitle("Websocket slots: live, stale and the cap; refused handshakes marked above"
                  + ("\nnot drawn, no websocket slots in the tier: " + ", ".join(skipped)
                     if skipped else ""), fontsize=10)
@@ -325,7 +333,7 @@ def latency_figure(latencies: dict[str, np.ndarray], p99_slo_ms: float | None):
     return fig
 
 
-def comparison_figure(tiers: list[dict], slo: dict, recommended: str | None):
+def comparison_figure(tiers: Sequence[TierSummary], slo: SloSummary, recommended: str | None):
     """``tier_comparison.png``: each SLO criterion per tier, by price, the recommendation marked."""
     fig, axes = plt.subplots(3, 1, figsize=(max(7, 1.15 * len(tiers)), 7.5), sharex=True,
                              layout="constrained")
@@ -335,28 +343,27 @@ def comparison_figure(tiers: list[dict], slo: dict, recommended: str | None):
     return fig
 
 
-def figures(summary: dict, attempts: pd.DataFrame, windows: pd.DataFrame,
+def figures(summary: RunSummary, attempts: pd.DataFrame, windows: pd.DataFrame,
             latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None,
             refused: pd.DataFrame | None = None) -> dict:
     """Every plot of a run as ``{file name: Figure}``, in report order.
 
     ``attempts`` is every attempt, or the run's per-minute counts with ``refused`` (the
     refused handshakes) for the websocket marks."""
-    tiers, duration = summary["tiers"], float(summary["duration_s"])
-    names = [t["tier"] for t in tiers]
+    tiers, duration = summary.tiers, float(summary.duration_s)
+    names = [t.tier for t in tiers]
     out = {"cu_per_window.png": cu_figure(windows, names, duration),
            "outcomes_over_time.png": outcomes_figure(attempts, names, duration)}
     if slots is not None and len(slots):
         ws = websocket_figure(slots, attempts if refused is None else refused, tiers, duration)
         if ws is not None:
             out["websocket_slots.png"] = ws
-    out["latency_cdf.png"] = latency_figure(latencies, summary["slo"]["p99_latency_ms"])
-    out["tier_comparison.png"] = comparison_figure(tiers, summary["slo"],
-                                                   summary["recommended"]["tier"])
+    out["latency_cdf.png"] = latency_figure(latencies, summary.slo.p99_latency_ms)
+    out["tier_comparison.png"] = comparison_figure(tiers, summary.slo, summary.recommended.tier)
     return out
 
 
-def write_all(folder: Path, summary: dict, attempts: pd.DataFrame, windows: pd.DataFrame,
+def write_all(folder: Path, summary: RunSummary, attempts: pd.DataFrame, windows: pd.DataFrame,
               latencies: dict[str, np.ndarray], slots: pd.DataFrame | None = None,
               refused: pd.DataFrame | None = None) -> list[str]:
     """Write every plot as PNG into ``folder``; returns the file names."""

@@ -14,16 +14,8 @@ from pathlib import Path
 
 from ..records import PARQUET_OPTIONS
 from ..runner import RunOutput
-from ..summary import RunSummary
 from . import html, markdown, plots
 from .folder import ReportFolder
-
-FILES = ("summary.json", "requests.parquet", "windows.parquet", "report.md", "report.html")
-
-
-def dumps_summary(summary: RunSummary) -> str:
-    """The canonical JSON text of a summary (stable key order, no wall-clock values)."""
-    return summary.to_json()
 
 
 def write_report(output: RunOutput, out_dir: str | Path,
@@ -69,10 +61,10 @@ def _write_into(output: RunOutput, folder: Path) -> None:
         if len(output.streams.columns):
             output.streams.to_parquet(folder / "streams.parquet", index=False,
                                       **PARQUET_OPTIONS)
-    summary = output.summary.to_dict()
+    summary = output.summary
     png = plots.write_all(folder, summary, output.minutes, output.windows,
                           output.latencies, output.slots, output.refused_handshakes)
     md = markdown.render(summary, png)
     (folder / "report.md").write_text(md, encoding="utf-8")
     (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
-    (folder / "summary.json").write_text(dumps_summary(output.summary), encoding="utf-8")
+    (folder / "summary.json").write_text(summary.to_json(), encoding="utf-8")

@@ -17,9 +17,7 @@ import pyarrow.compute as pc
 
 from ..redact import pseudonym
 from .redaction import KeyRegistry, is_redacted
-from .schema import COLUMNS, NO_KEY, SCHEMA
-
-_TEXT = ("method", "region", "profiles")
+from .schema import COLUMNS, NO_KEY, SCHEMA, TEXT_COLUMNS
 
 
 def _map_distinct(values: pa.Array, fn) -> pa.Array:
@@ -69,7 +67,7 @@ def finalize(cols: dict[str, Any], registry: KeyRegistry, region: str | None = N
     out["method"] = _map_distinct(out["method"], _strip_query)
     if region is not None:
         out["region"] = pa.array(np.full(n, region, dtype=object), pa.string())
-    for name in _TEXT:
+    for name in TEXT_COLUMNS:
         out[name] = _map_distinct(out[name], registry.redact)
     arrays = []
     for name in COLUMNS:

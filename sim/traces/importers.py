@@ -38,12 +38,12 @@ from .formats_har import read_har
 from .formats_rawlog import read_log, sniff_log_kind
 from .formats_tabular import ColumnNotes, read_csv, read_jsonl, read_parquet
 from .hosts import HostMap
+from .names import FORMATS
 from .problems import ON_INVALID, Problems
 from .redaction import KeyRegistry, KeySurvived, is_opaque_token, scan_trace
 from .schema import DEFAULT_CHUNK_ROWS, TraceWriter
 from .tabular import normalize
 
-FORMATS = ("csv", "jsonl", "parquet", "har", "rpc-log", "size-log")
 _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
                ".pq": "parquet", ".har": "har", ".json": "har"}
 _REGION_RE = re.compile(r"[^\x00-\x1f\x7f]{1,100}")

@@ -41,11 +41,11 @@ import pyarrow.parquet as pq
 
 from ..errors import CapsimError
 from ..redact import PSEUDONYM_RE, pseudonym
+from .schema import NO_KEY, TEXT_COLUMNS
 
 MIN_KEY_LEN = 8
 MAX_KEY_LEN = 512
 SHAPE_MIN_LEN = 20
-NO_KEY = "(none)"
 QUERY_KEY_NAMES = frozenset({"apikey", "api_key", "api-key", "key", "access_token",
                              "x-api-key", "token"})
 KEY_HEADER = "x-api-key"
@@ -288,8 +288,6 @@ class KeySurvived(CapsimError):
     """A raw key (or key-shaped token) was found in the written output."""
 
 
-_TEXT_COLUMNS = ("method", "region", "profiles")
-
 
 def _unique_strings(col) -> list[str]:
     values = col.dictionary if hasattr(col, "dictionary") else pc.unique(col.drop_null())
@@ -313,7 +311,7 @@ def scan_trace(path: str, registry: KeyRegistry, *, label: str) -> None:
                     v.decode("utf-8", "replace")):
                 raise KeySurvived("an API key survived redaction in the file metadata",
                                   file=label, field="metadata")
-        for batch in pf.iter_batches(columns=["key", "body_hash", *_TEXT_COLUMNS],
+        for batch in pf.iter_batches(columns=["key", "body_hash", *TEXT_COLUMNS],
                                      batch_size=1 << 17):
             for value in _unique_strings(batch.column("key")):
                 if not is_redacted(value):
@@ -323,7 +321,7 @@ def scan_trace(path: str, registry: KeyRegistry, *, label: str) -> None:
                     hashes, r"^[0-9a-f]{16}$")).as_py():
                 raise KeySurvived("a body_hash is not 16 hex digits", file=label,
                                   field="body_hash")
-            for name in _TEXT_COLUMNS:
+            for name in TEXT_COLUMNS:
                 for value in _unique_strings(batch.column(name)):
                     if registry.leaks(value):
                         raise KeySurvived("an API key survived redaction", file=label,

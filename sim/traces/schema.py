@@ -75,15 +75,17 @@ from ..vocabulary import (  # noqa: F401
     STREAMS,
     STREAMS_API_STREAMS,
 )
+from .names import DEFAULT_CHUNK_ROWS
 
 TRACE_VERSION = "1"
 META_VERSION = "capsim.trace_version"
 META_SOURCE = "capsim.source_file"
-DEFAULT_CHUNK_ROWS = 500_000
 
 WEBSOCKET_METHODS = (*STREAMS_API_STREAMS, MONITORING_PATH)
 THROTTLE_STATUSES = (434, -32005, 430, 435)
 NO_KEY = "(none)"
+TEXT_COLUMNS = ("method", "region", "profiles")
+"""Free-text columns a key could hide in: redacted on import, scanned after writing."""
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 SCHEMA = pa.schema([

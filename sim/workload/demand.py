@@ -22,7 +22,7 @@ from ..policy.resolved import LoadedScenario
 from ..policy.tiers import APIS
 from ..redact import pseudonym
 from ..rng import stream
-from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES
+from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES, Rng
 from .load import load_note, scale_scenario
 from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
 
@@ -81,7 +81,7 @@ class Plan:
         """The request drawer of one closed-loop worker, on its own named stream."""
         sc = self.scenario
         return RequestDrawer(sc.sources[source], self.tables, self.loaded.pricing, sc, sc.seed,
-                             stream_name=("worker", worker))
+                             stream_name=(Rng.WORKER, worker))
 
 
 class RequestDrawer:
@@ -100,10 +100,10 @@ class RequestDrawer:
         self._pricing = pricing
         self._sizing = source.sizing
         self._service = {m: scenario.methods[m].service_time for m in source.mix}
-        base = ("source", source.name, *stream_name)
-        self._rng_mix = stream(seed, *base, "mix")
-        self._rng_sizing = stream(seed, *base, "sizing")
-        self._rng_service = stream(seed, *base, "service")
+        base = (Rng.SOURCE, source.name, *stream_name)
+        self._rng_mix = stream(seed, *base, Rng.MIX)
+        self._rng_sizing = stream(seed, *base, Rng.SIZING)
+        self._rng_service = stream(seed, *base, Rng.SERVICE)
         self._size_idx = tables.methods.index(SIZE_METHOD) if SIZE_METHOD in tables.methods else -1
         profiles = list(self._sizing.profiles)
         p = np.array([self._sizing.profiles[k] for k in profiles], dtype=float)
@@ -211,7 +211,7 @@ def build_plan(loaded: LoadedScenario) -> Plan:
             parts.append(trace_columns(src, i, traces[i], tables, loaded,
                                        {**sc.methods, **extra}, notes))
             continue
-        t = arrival_times(src.arrival, stream(sc.seed, "source", src.name, "arrivals"),
+        t = arrival_times(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
                           sc.duration_s, sc.day_offset_s)
         n = len(t)
         drawer = RequestDrawer(src, tables, loaded.pricing, sc, sc.seed)

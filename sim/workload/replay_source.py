@@ -21,7 +21,7 @@ from ..config.scenario import Method, Source
 from ..errors import CapsimError
 from ..redact import pseudonym
 from ..rng import stream
-from ..vocabulary import SIZE_METHOD
+from ..vocabulary import SIZE_METHOD, Rng
 from .method_map import apply_method_map, check_targets, describe
 
 _CU_DECIMALS = 6
@@ -52,7 +52,7 @@ def load_source_trace(src: Source, index: int, loaded, notes: list[str] | None =
         trace_path(src, index, loaded.path), speed=r.speed, load_multiplier=r.load_multiplier,
         phase_shift_s=r.phase_shift_s, time_range_s=r.time_range_s,
         drop_recorded_retries=r.drop_recorded_retries,
-        rng=stream(sc.seed, "source", src.name, "replay"))
+        rng=stream(sc.seed, Rng.SOURCE, src.name, Rng.REPLAY))
     rt, listing = apply_method_map(rt, r.method_map)
     if notes is not None:
         notes += describe(src.name, listing, r.method_map, set(sc.methods),
@@ -110,7 +110,7 @@ def trace_columns(src: Source, index: int, rt, tables, loaded, methods: dict[str
     profiles = rt.profiles[keep]
     reserve = np.zeros(n)
     actual = np.zeros(n)
-    rng = stream(sc.seed, "source", src.name, "replay-fill")
+    rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.REPLAY_FILL)
     s = pricing.sizing
     weights = np.array(list(src.sizing.profiles.values()), dtype=float)
     names = list(src.sizing.profiles)
@@ -139,7 +139,7 @@ def trace_columns(src: Source, index: int, rt, tables, loaded, methods: dict[str
             cost = recorded_cu[j] if not np.isnan(recorded_cu[j]) else pricing.rpc.cost(name)
             reserve[j] = actual[j] = cost
     service = np.empty(n)
-    service_rng = stream(sc.seed, "source", src.name, "service")
+    service_rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.SERVICE)
     for m in np.unique(method):
         rows = np.flatnonzero(method == m)
         service[rows] = methods[tables.methods[m]].service_time.sample(service_rng, len(rows))
