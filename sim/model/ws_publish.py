@@ -103,7 +103,11 @@ class PublishTimes:
             return math.inf
         return self._buf[self._i]
 
-    def pop(self) -> None:
-        """Consume the next time (call :meth:`peek` first)."""
-        self._i += 1
+    def pop(self) -> float:
+        """Consume the next time (call :meth:`peek` first); the one after it (``inf``
+        when none is left)."""
         self.count += 1
+        i = self._i = self._i + 1
+        if i < len(self._buf):
+            return self._buf[i]
+        return self._buf[0] if self._refill() else math.inf

@@ -264,7 +264,7 @@ class Websockets:
         """A billed stream publishes one event: every live connection reserves its cost
         (one pass); one that cannot is closed or has the delivery dropped."""
         st, now = event.value, self.env.now
-        st.times.pop()
+        nxt = st.times.pop()
         live, cost = st.live, st.cost
         if live:
             lims, acct, close = self._limiters, self._acct, self._close_on_exhausted
@@ -279,7 +279,10 @@ class Websockets:
                     if conn.proc is not None and conn.proc.is_alive:
                         conn.proc.interrupt("cu exhausted")
             self.records.cu_publish += spent
-        self._schedule(st, now)
+        if live and nxt < math.inf:  # the chain goes on (as a process would sleep t - now)
+            self.env.timeout(nxt - now, st).callbacks.append(self._publish)
+        else:
+            st.active = False
 
     def _schedule(self, st: _Stream, now: float) -> None:
         """The next publish event of ``st`` while it has live connections to bill."""
