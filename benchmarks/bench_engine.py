@@ -4,19 +4,28 @@
 
 The bare loop is the cheapest SimPy program with the same shape as the workload: one
 generator feeding N requests at the default scenario's open-loop times, one process per
-request, one timeout per process. The model is `capsim`'s TierRun on the default
-scenario (every tier unless --tier), attempts (HTTP requests and websocket handshakes)
-counted from its records; websocket publishing is work the model does that the count
-leaves out, so --no-streams gives the HTTP-only figure. The figure to
-watch is the ratio model/bare; both are measured in this process, best of --repeat.
+request, one timeout per process (about four SimPy events per request). The model is
+`capsim`'s TierRun on the default scenario (every tier unless --tier), attempts (HTTP
+requests and websocket handshakes) counted from its records; it is measured with the
+scenario's websocket clients (streams on: the issue's figure) and without them (HTTP
+only). The floor is SimPy alone doing what the model cannot avoid per attempt: one event
+at the send, one at the service and one at completion, each with an empty callback.
+
+Each repeat measures bare, floor, model and model without streams in turn for each tier
+(the bare loop and the floor run once per tier, over the same arrival times), so the
+ratios are taken between figures of the same moments on a shared machine; the medians
+over ``--repeat`` (default 3) are printed, with the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import time
 
 import simpy
+from simpy.events import NORMAL, Event
 
 from sim.model.engine import TierRun
 from sim.policy.resolved import load
@@ -25,7 +34,7 @@ from sim.workload.demand import build_plan
 
 
 def bare_loop(times: list[float]) -> float:
-    """Requests per CPU-second of a minimal SimPy loop over the same arrival times."""
+    """CPU seconds of a minimal SimPy loop over the same arrival times."""
     def request(env):
         yield env.timeout(0.05)
 
@@ -39,19 +48,78 @@ def bare_loop(times: list[float]) -> float:
     env.process(feeder(env))
     start = time.process_time()
     env.run()
-    return len(times) / (time.process_time() - start)
+    return time.process_time() - start
 
 
-def model(plan, tiers) -> tuple[float, int]:
-    """Attempts per CPU-second of the full model over ``tiers``, and the attempt count."""
-    attempts, cpu = 0, 0.0
+class _Hop(Event):
+    """An event scheduled directly (no Timeout), as the model's requests are."""
+
+    _ok = True
+
+
+def events_floor(times: list[float], hops: int = 3) -> float:
+    """Requests per CPU-second of SimPy processing ``hops`` events per request (the
+    first at the arrival time, each next 25 ms later) with callbacks that only
+    reschedule: the cost of the events alone, fed in 1-second slices like the model."""
+    env = simpy.Environment()
+    schedule = env.schedule
+
+    def hop(ev):
+        ev.left -= 1
+        if ev.left:
+            ev.callbacks = hops_cb
+            schedule(ev, NORMAL, 0.025)
+
+    hops_cb = (hop,)
+
+    n, i = len(times), 0
+    tick = _Hop(env)
+
+    def feed(ev):
+        nonlocal i
+        until = env.now + 1.0
+        while i < n and times[i] < until:
+            ev = _Hop(env)
+            ev.callbacks, ev.left = hops_cb, hops
+            schedule(ev, NORMAL, times[i] - env.now)
+            i += 1
+        if i < n:
+            tick.callbacks = [feed]
+            schedule(tick, NORMAL, until - env.now)
+
+    tick.callbacks = [feed]
+    schedule(tick)
+    start = time.process_time()
+    env.run()
+    return time.process_time() - start
+
+
+def model(plan, tier) -> tuple[float, int, int]:
+    """CPU seconds of the full model on ``tier``, its attempt count and the number of
+    SimPy events it scheduled."""
+    run = TierRun(plan, tier)
+    start = time.process_time()
+    result = run.run()
+    cpu = time.process_time() - start
+    attempts = len(result.attempt_sink.read(["outcome"])["outcome"])
+    return cpu, attempts, next(run.env._eid)  # the environment's event counter (from 0)
+
+
+def one_repeat(plans, tiers, times) -> tuple[float, ...]:
+    """Per-CPU-second rates of bare, floor, model and model without streams, measured
+    tier by tier in turn (so that each figure sees the same load), with the attempt and
+    event counts of the model."""
+    cpu = [0.0, 0.0, 0.0, 0.0]
+    n_on = n_off = ev_on = ev_off = 0
     for tier in tiers:
-        run = TierRun(plan, tier)
-        start = time.process_time()
-        result = run.run()
-        cpu += time.process_time() - start
-        attempts += len(result.attempts["outcome"])
-    return attempts / cpu, attempts
+        cpu[0] += bare_loop(times)
+        cpu[1] += events_floor(times)
+        c, n, e = model(plans[True], tier)
+        cpu[2], n_on, ev_on = cpu[2] + c, n_on + n, ev_on + e
+        c, n, e = model(plans[False], tier)
+        cpu[3], n_off, ev_off = cpu[3] + c, n_off + n, ev_off + e
+    k = len(tiers) * len(times)
+    return k / cpu[0], k / cpu[1], n_on / cpu[2], n_off / cpu[3], n_on, ev_on, n_off, ev_off
 
 
 def main() -> None:
@@ -60,23 +128,36 @@ def main() -> None:
     parser.add_argument("--tier", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scenario", default=None, help="scenario file (default: built-in)")
-    parser.add_argument("--no-streams", action="store_true",
-                        help="drop the scenario's websocket clients (HTTP traffic only)")
     args = parser.parse_args()
-    overrides = [f"duration={args.duration}"] + (["streams=[]"] if args.no_streams else [])
-    loaded = load(args.scenario, overrides)
+    plans = {}
+    for streams in (True, False):
+        overrides = [f"duration={args.duration}"] + ([] if streams else ["streams=[]"])
+        loaded = load(args.scenario, overrides)
+        plans[streams] = build_plan(loaded)
     tiers = [find_tier(t, loaded.tiers) for t in args.tier] or list(loaded.tiers)
-    plan = build_plan(loaded)
-    times = plan.demand.t.tolist()
-    best_bare = max(bare_loop(times) for _ in range(args.repeat))
-    runs = [model(plan, tiers) for _ in range(args.repeat)]
-    best_model, attempts = max(runs)
-    print(f"scenario: {loaded.scenario.name}{' (no streams)' if args.no_streams else ''}, "
-          f"{args.duration:.0f} s simulated, "
-          f"{len(tiers)} tier(s), {attempts:,} attempts per repeat")
-    print(f"bare SimPy loop : {best_bare:12,.0f} requests / CPU-s")
-    print(f"capsim model    : {best_model:12,.0f} attempts / CPU-s")
-    print(f"ratio           : {best_model / best_bare:12.2f}")
+    times = plans[True].demand.t.tolist()
+    load_before = os.getloadavg()
+    rows = []
+    for _ in range(args.repeat):
+        bare, floor, on, off, n_on, ev_on, n_off, ev_off = one_repeat(plans, tiers, times)
+        rows.append((bare, floor, on, off, on / bare, off / bare, floor / bare))
+    med = [statistics.median(c) for c in zip(*rows, strict=True)]
+    bare, floor, on, off, r_on, r_off, r_floor = med
+    load_after = os.getloadavg()
+    print(f"scenario: {loaded.scenario.name}, {args.duration:.0f} s simulated, "
+          f"{len(tiers)} tier(s); median of {args.repeat}; load average "
+          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    print(f"bare SimPy loop (process per request) : {bare:10,.0f} requests / CPU-s")
+    print(f"SimPy floor (3 bare events / request) : {floor:10,.0f} requests / CPU-s"
+          f"   ratio {r_floor:5.2f}")
+    print(f"capsim model, streams on              : {on:10,.0f} attempts / CPU-s"
+          f"   ratio {r_on:5.2f}   ({n_on:,} attempts, {ev_on / n_on:.2f} SimPy events"
+          " / attempt)")
+    print(f"capsim model, no streams              : {off:10,.0f} attempts / CPU-s"
+          f"   ratio {r_off:5.2f}   ({n_off:,} attempts, {ev_off / n_off:.2f} SimPy events"
+          " / attempt)")
+    print("per repeat (ratio on / off / floor): " + "; ".join(
+        f"{r[4]:.2f} / {r[5]:.2f} / {r[6]:.2f}" for r in rows))
 
 
 if __name__ == "__main__":

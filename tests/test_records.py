@@ -57,6 +57,36 @@ def test_parquet_sink_writes_one_row_group_per_chunk_and_reads_back(tmp_path):
     assert [c["request_id"].tolist() for c in chunks] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 
 
+def test_appends_bound_once_keep_working_across_flushes():
+    # The engine binds the column appends once and calls flush() when a chunk is full:
+    # the lists are emptied in place, so rows after a flush land in the next chunk.
+    seen = []
+    rec = rc.Recorder(on_chunk=lambda c: seen.append(c["request_id"].tolist()), chunk_rows=3)
+    appends, rows = rec.attempt_appends, rec.attempt_cols[0]
+    for row in _rows(7):
+        for append, value in zip(appends, row, strict=True):
+            append(value)
+        if len(rows) >= rec.chunk_rows:
+            rec.flush()
+    rec.close()
+    assert seen == [[0, 1, 2], [3, 4, 5], [6]]
+    got = rec.attempt_sink.read()
+    for name, want in _expected(7).items():
+        np.testing.assert_array_equal(got[name], want, err_msg=name)
+        assert got[name].dtype == want.dtype, name
+
+
+def test_flush_hands_on_only_a_full_table():
+    rec = rc.Recorder(chunk_rows=2)
+    for row in _rows(2):
+        for append, value in zip(rec.attempt_appends, row, strict=True):
+            append(value)
+    rec.request_appends[0](0)  # a partial request row: not flushed yet
+    rec.flush()
+    assert len(rec.attempt_cols[0]) == 0 and len(rec.request_cols[0]) == 1
+    assert len(rec.attempt_sink.read()["request_id"]) == 2
+
+
 def test_minute_of_puts_edges_where_histogram_does():
     t = np.array([0.0, 59.999999, 60.0, 119.5, 120.0, 3599.9999999999995])
     np.testing.assert_array_equal(minute_of(t), [0, 0, 1, 1, 2, 59])
@@ -75,6 +105,19 @@ def test_minute_outcomes_counts_by_hand():
     assert table["outcome"].tolist() == [rc.OK, rc.OK, rc.WS_435]
     assert table["count"].tolist() == [2, 1, 1]
     assert agg.refused_handshakes()["t_send"].tolist() == [70.0]
+
+
+def test_minute_outcomes_latest_send_is_the_maximum_not_the_last_row():
+    # Rows come in completion order, so a bin's latest send may be anywhere in a chunk.
+    agg = MinuteOutcomes()
+    agg({"t_send": np.array([59.0, 10.0, 61.0, 30.0, 65.0, 62.0]),
+         "outcome": np.array([rc.OK, rc.OK, rc.HTTP_434, rc.OK, rc.HTTP_434, rc.HTTP_434],
+                             dtype=np.int8)})
+    agg({"t_send": np.array([20.0]), "outcome": np.array([rc.OK], dtype=np.int8)})
+    table = agg.table()
+    assert table["t_send"].tolist() == [59.0, 65.0]
+    assert table["outcome"].tolist() == [rc.OK, rc.HTTP_434]
+    assert table["count"].tolist() == [4, 3]
 
 
 @pytest.fixture(scope="module")

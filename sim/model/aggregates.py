@@ -41,12 +41,13 @@ class MinuteOutcomes:
         if len(t) == 0:
             return
         key = minute_of(t) * _N_OUT + outcome
-        order = np.lexsort((t, key))
+        order = np.argsort(key, kind="stable")
         key, ts = key[order], t[order]
-        last = np.flatnonzero(np.append(key[1:] != key[:-1], True))
-        counts = np.diff(np.append(-1, last))
+        first = np.flatnonzero(np.append(True, key[1:] != key[:-1]))
+        counts = np.diff(np.append(first, len(key)))
+        latest_t = np.maximum.reduceat(ts, first)
         count, latest = self._count, self._last
-        for k, n, tl in zip(key[last].tolist(), counts.tolist(), ts[last].tolist(), strict=True):
+        for k, n, tl in zip(key[first].tolist(), counts.tolist(), latest_t.tolist(), strict=True):
             count[k] = count.get(k, 0) + n
             if tl > latest.get(k, -np.inf):
                 latest[k] = tl

@@ -9,10 +9,12 @@ The life of an attempt (times in simulated seconds)::
         refused:  reply (434 / -32005 / 402 / 401 / 421 / oversized) ──rtt/2──► client
     client: done, or wait per its retry policy and send attempt n+1
 
-Send, admission and completion are SimPy timeout callbacks (fire-and-forget, three
-events per admitted attempt); closed-loop workers are generator processes.
-The open-loop feeder wakes once per ``FEED_HORIZON_S`` and schedules the arrivals of
-that slice, so no process or event exists per request before its time.
+Send, admission and completion are SimPy events with one callback each, three per
+admitted attempt: the :class:`Request` itself is the event, put back on the queue with
+``env.schedule`` for its next step. Closed-loop workers are events too (``_Worker``): a
+request's final outcome schedules its worker's next send. The open-loop feeder is a
+process that wakes once per ``FEED_HORIZON_S`` and schedules the sends of that slice, so
+no event exists per request long before its time.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
+from simpy.events import NORMAL, Event
 
 from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, WindowStats
 from ..policy.limiter import OK as LIM_OK
+from ..policy.limiters import Limiter
 from ..policy.pacing import TokenBucket
 from ..policy.retry import RetryDecider
 from ..policy.tiers import APIS, RPC, Tier
@@ -44,24 +48,40 @@ _FEED_BLOCK = 4096
 _NAN = math.nan
 
 
-class Request:
-    """A logical request in flight (mutable: the attempt number and times change)."""
+class Request(Event):
+    """A logical request in flight (mutable: the attempt number and times change), and
+    the SimPy event of its next step.
 
-    __slots__ = ("rid", "source", "method", "key", "region", "items", "reserve", "actual",
-                 "service_s", "t_first", "t_send", "attempt", "booked", "half_rtt",
-                 "on_done", "conn", "wait")
+    A request waits for one thing at a time (its send, its arrival at the service, its
+    completion), so it is its own event: each step sets ``callbacks`` to the handler of
+    the next (a constant tuple; SimPy only iterates it) and puts the request back on the
+    environment's queue with ``env.schedule`` -- no Timeout object, callback list or
+    ``.value`` lookup per step.
+    """
 
-    def __init__(self, rid, source, method, key, region, items, reserve, actual, service_s,
-                 t_first, half_rtt, on_done=None):
+    __slots__ = ("callbacks", "rid", "source", "method", "key", "region", "reserve", "actual",
+                 "service_s", "t_first", "t_send", "attempt", "booked", "lim", "half_rtt",
+                 "worker", "conn", "wait")
+    _ok = True  # SimPy's step() reads it after the callbacks: a step never fails
+
+    def __init__(self, rid, source, method, key, region, reserve, actual, service_s,
+                 t_first, half_rtt, worker=None):
         self.rid, self.source, self.method, self.key, self.region = rid, source, method, key, region
-        self.items, self.reserve, self.actual, self.service_s = items, reserve, actual, service_s
+        self.reserve, self.actual, self.service_s = reserve, actual, service_s
         self.t_first = self.t_send = t_first
         self.attempt = 1
-        self.booked = None  # the limiter's Reservation while admitted
         self.half_rtt = half_rtt
-        self.on_done = on_done
-        self.conn = None
-        self.wait = 0.0
+        self.worker = worker  # the closed-loop worker waiting for the final outcome
+        # Set before they are read: ``conn`` and ``wait`` (the stream and the wait for it)
+        # at each send, ``booked`` and ``lim`` (the Reservation and its limiter) on admission.
+
+
+class _Worker(Event):
+    """A closed-loop worker between requests: the event of its next send."""
+
+    __slots__ = ("callbacks", "src", "drawer", "think_rng", "think", "cols", "k", "key",
+                 "region", "h", "decider", "pause")
+    _ok = True
 
 
 @dataclass(frozen=True)
@@ -207,7 +227,22 @@ class TierRun:
         # no account: its requests get 401 all the same).
         self._source_account = [max(0, self._key_account[t.keys.index(src.key)])
                                 for src in sc.sources]
-        self._pools: dict[tuple[int, int], ClientPool] = {}
+        self._pool_of: list[list[ClientPool | None]] = [[None] * len(t.regions)
+                                                        for _ in sc.sources]
+        self._gate = [[[self._admission(s, k, m) for m in range(len(t.methods))]
+                       for k in range(len(t.keys))] for s in range(len(sc.sources))]
+        self._duration_s = sc.duration_s
+        self._schedule = self.env.schedule
+        # Each step's handler, as the constant callbacks of a request's next event.
+        self._to_send, self._to_paced = (self._send_event,), (self._paced_event,)
+        self._to_arrive, self._to_complete = (self._arrive,), (self._complete,)
+        self._to_430, self._to_wake = (self._refused_430,), (self._wake,)
+        # The recorder's column appends, bound once (it empties its lists in place).
+        self._append_attempt, self._append_request = self.rec.attempt_appends, \
+            self.rec.request_appends
+        self._attempt_rows, self._request_rows = self.rec.attempt_cols[0], \
+            self.rec.request_cols[0]
+        self._chunk_rows = self.rec.chunk_rows
         self.ws = None
         if sc.streams:
             a0 = self.accounts[0]
@@ -225,6 +260,17 @@ class TierRun:
                 handshakes=RecorderHandshakes(self.rec, rows,
                                               plan.loaded.pricing.websocket.connect_cu))
 
+    def _admission(self, source: int, key: int, method: int) -> int | Limiter:
+        """What the service does with an attempt before its limiter, which depends only
+        on (source, key, method): refuse it with an outcome code, or ask this limiter."""
+        if self._method_needs_h2[method] and not self._h2_ok[source]:
+            return rc.PROTO_421
+        if (acct := self._key_account[key]) < 0:
+            return rc.AUTH_401
+        if not self.accounts[acct].method_in_tier[method]:
+            return rc.PAY_402
+        return self.accounts[acct].limiter
+
     # -- the run ---------------------------------------------------------------------
 
     def run(self) -> TierResult:
@@ -234,7 +280,7 @@ class TierRun:
         sc = self.plan.scenario
         for i in self.plan.closed_sources:
             for w in range(sc.sources[i].workers.count):
-                env.process(self._worker(i, w))
+                self._start_worker(i, w)
         if self.ws is not None:
             self.ws.start()
         env.run()
@@ -265,69 +311,95 @@ class TierRun:
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
         d, env = self.plan.demand, self.env
-        half_rtt, send, deciders = self._half_rtt, self._send_event, self._deciders
+        half_rtt, deciders = self._half_rtt, self._deciders
+        schedule, to_send = env.schedule, self._to_send
         n, i, next_report = len(d), 0, 0.0
-        base, cols = 0, None
+        j = blen = 0
         while i < n:
-            until = env.now + FEED_HORIZON_S
+            now = env.now
+            until = now + FEED_HORIZON_S
+            fed = [0] * len(deciders)  # new requests per source: their retry budgets grow
             while i < n:
-                j = i - base
-                if cols is None or j == len(cols[0]):
+                if j == blen:
                     # Python values for the next block only: memory stays flat in run length.
-                    base, j = i, 0
                     cols = [c[i:i + _FEED_BLOCK].tolist() for c in
-                            (d.t, d.source, d.method, d.key, d.region, d.items, d.reserve,
-                             d.actual, d.service_s)]
-                    t, source, method, key, region, items, reserve, actual, service = cols
-                if t[j] >= until:
+                            (d.t, d.source, d.method, d.key, d.region, d.reserve, d.actual,
+                             d.service_s)]
+                    t, source, method, key, region, reserve, actual, service = cols
+                    j, blen = 0, len(t)
+                tj = t[j]
+                if tj >= until:
                     break
-                h = half_rtt[region[j]]
-                r = Request(i, source[j], method[j], key[j], region[j], items[j], reserve[j],
-                            actual[j], service[j], t[j], h)
-                deciders[r.source].on_request()
-                env.timeout(t[j] - env.now, r).callbacks.append(send)
+                s, reg = source[j], region[j]
+                r = Request(i, s, method[j], key[j], reg, reserve[j], actual[j], service[j], tj,
+                            half_rtt[reg])
+                fed[s] += 1
+                r.callbacks = to_send
+                schedule(r, NORMAL, tj - now)
                 i += 1
+                j += 1
+            for decider, count in zip(deciders, fed, strict=True):
+                decider.on_request(count)
             if self.progress and env.now >= next_report:
                 self.progress(env.now)
                 next_report = env.now + 60.0
             if i < n:
-                yield env.timeout(max(until, math.floor(t[i - base])) - env.now)
+                yield env.timeout(max(until, math.floor(t[j])) - env.now)
 
-    def _worker(self, src_idx: int, worker: int):
-        """Closed loop: send, wait for the final outcome, think, repeat until the end."""
-        sc, env = self.plan.scenario, self.env
+    def _start_worker(self, src_idx: int, worker: int) -> None:
+        """Closed loop: send, wait for the final outcome, think, repeat until the end.
+
+        The worker is an event, not a process: it wakes to send (:meth:`_wake`), and the
+        request's final outcome schedules its next wake (rtt/2 plus a think time later).
+        """
+        sc = self.plan.scenario
         src = sc.sources[src_idx]
-        drawer = self.plan.drawer_for(src_idx, worker)
-        think_rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.WORKER, worker, Rng.THINK)
         tab = self.plan.tables
-        key = tab.keys.index(src.key)
-        region = tab.regions.index(sc.region_of(src))
-        h = self._half_rtt[region]
-        decider = self._deciders[src_idx]
-        k, cols, think = 0, None, None
+        w = _Worker(self.env)
+        w.src = src_idx
+        w.drawer = self.plan.drawer_for(src_idx, worker)
+        w.think_rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.WORKER, worker, Rng.THINK)
+        w.key = tab.keys.index(src.key)
+        w.region = tab.regions.index(sc.region_of(src))
+        w.h = self._half_rtt[w.region]
+        w.decider = self._deciders[src_idx]
+        w.k, w.cols, w.think = 0, None, None
         # Workers start spread over one think time, not all at t = 0.
-        yield env.timeout(think_rng.random() * src.workers.think.mean)
-        while env.now < sc.duration_s:
-            if cols is None or k == len(cols[0]):
-                # Think times are drawn chunk by chunk from the worker's own stream, so
-                # the k-th pause is the same on every tier and no value ever recurs.
-                cols, k = [c.tolist() for c in drawer.draw(256)], 0
-                think = src.workers.think.sample(think_rng, 256).tolist()
-            done = env.event()
-            r = Request(self._next_rid, src_idx, cols[0][k], key, region, cols[1][k],
-                        cols[2][k], cols[3][k], cols[4][k], env.now, h, done)
-            self._next_rid += 1
-            decider.on_request()
-            self._send(r, env.now)
-            pause = think[k]
-            k += 1
-            yield done
-            yield env.timeout(h + pause)
+        w.callbacks = self._to_wake
+        self._schedule(w, NORMAL, w.think_rng.random() * src.workers.think.mean)
+
+    def _wake(self, w: _Worker) -> None:
+        """A worker's think time is over: it sends its next request, if the run is on."""
+        now = self.env.now
+        if now >= self._duration_s:
+            return
+        k = w.k
+        if w.cols is None or k == len(w.cols[0]):
+            # Think times are drawn chunk by chunk from the worker's own stream, so
+            # the k-th pause is the same on every tier and no value ever recurs.
+            w.cols, k = [c.tolist() for c in w.drawer.draw(256)], 0
+            w.think = self.plan.scenario.sources[w.src].workers.think.sample(
+                w.think_rng, 256).tolist()
+        cols = w.cols
+        r = Request(self._next_rid, w.src, cols[0][k], w.key, w.region, cols[2][k],
+                    cols[3][k], cols[4][k], now, w.h, w)
+        self._next_rid += 1
+        w.decider.on_request()
+        w.pause = w.think[k]
+        w.k = k + 1
+        self._send_event(r)
+
+    def _finished(self, r: Request) -> None:
+        """A logical request has its final outcome: its worker (if any) thinks, then wakes."""
+        w = r.worker
+        w.callbacks = self._to_wake
+        self._schedule(w, NORMAL, w.h + w.pause)
 
     # -- the client's transport ------------------------------------------------------
 
     def _pool(self, source: int, region: int) -> ClientPool:
-        pool = self._pools.get((source, region))
+        """The client pool of ``source`` to ``region``'s hostname, made on first use."""
+        pool = self._pool_of[source][region]
         if pool is None:
             sc, tab = self.plan.scenario, self.plan.tables
             client = sc.clients[sc.sources[source].client]
@@ -339,97 +411,132 @@ class TierRun:
                 max_streams=http.max_streams_per_conn if client.http_version == "2" else 1,
                 max_connections=http.max_connections, connect_rtts=http.connect_rtts,
                 idle_timeout_s=http.idle_timeout_s, reuse=http.reuse, on_ready=self._on_stream)
-            self._pools[(source, region)] = pool
+            self._pool_of[source][region] = pool
         return pool
 
-    def _send_event(self, event) -> None:
-        self._send(event.value, self.env.now)
-
-    def _paced_event(self, event) -> None:
-        self._send(event.value, self.env.now, paced=True)
-
-    def _send(self, r: Request, now: float, paced: bool = False) -> None:
+    def _send_event(self, r: Request) -> None:
         """The client sends an attempt: pace it, get a stream, then it travels rtt/2."""
+        now = self.env.now
         pacer = self._pacers[r.source]
-        if pacer is not None and not paced:
+        if pacer is not None:
             wait = pacer.delay(now, r.reserve)
             if wait > 0.0:
-                self.env.timeout(wait, r).callbacks.append(self._paced_event)
+                r.callbacks = self._to_paced
+                self._schedule(r, NORMAL, wait)
                 return
-        pool = self._pool(r.source, r.region)
+        # _transmit, inlined: this is the path of nearly every attempt
+        pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
         start, conn = pool.acquire(now)
         if start >= 0.0:
             r.conn, r.wait = conn, start - now
-            self.env.timeout(start - now + r.half_rtt, r).callbacks.append(self._arrive)
-        elif start == QUEUED:
+            r.callbacks = self._to_arrive
+            self._schedule(r, NORMAL, start - now + r.half_rtt)
+        else:
+            self._transmit(r, now, pool, start)
+
+    def _paced_event(self, r: Request) -> None:
+        """A paced attempt's turn: get a stream (as :meth:`_send_event` does)."""
+        now = self.env.now
+        pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
+        start, conn = pool.acquire(now)
+        if start >= 0.0:
+            r.conn, r.wait = conn, start - now
+            r.callbacks = self._to_arrive
+            self._schedule(r, NORMAL, start - now + r.half_rtt)
+        else:
+            self._transmit(r, now, pool, start)
+
+    def _transmit(self, r: Request, now: float, pool: ClientPool, start: float) -> None:
+        """No stream at once: wait in the pool's queue, or fail with 430."""
+        if start == QUEUED:
             pool.enqueue(r, now)
         else:
             assert start == REFUSED
             r.conn, r.wait = None, 0.0
-            self.env.timeout(r.half_rtt, r).callbacks.append(self._refused_430)
+            r.callbacks = self._to_430
+            self._schedule(r, NORMAL, r.half_rtt)
 
     def _on_stream(self, r: Request, start: float, conn, since: float) -> None:
         r.conn, r.wait = conn, start - since
-        self.env.timeout(start - self.env.now + r.half_rtt, r).callbacks.append(self._arrive)
+        r.callbacks = self._to_arrive
+        self._schedule(r, NORMAL, start - self.env.now + r.half_rtt)
 
-    def _refused_430(self, event) -> None:
-        self._reply(event.value, self.env.now, rc.CONN_430, _NAN, False)
+    def _refused_430(self, r: Request) -> None:
+        self._refused(r, self.env.now, rc.CONN_430, _NAN, False)
 
     # -- the service side ------------------------------------------------------------
 
-    def _arrive(self, event) -> None:
+    def _arrive(self, r: Request) -> None:
         """An attempt reaches the service: protocol, key, subscription, then the limiter."""
-        r, now = event.value, self.env.now
-        m = r.method
+        now = self.env.now
         retry_after = _NAN
-        if self._method_needs_h2[m] and not self._h2_ok[r.source]:
-            outcome = rc.PROTO_421
-        elif (acct := self._key_account[r.key]) < 0:
-            outcome = rc.AUTH_401
-        elif not self.accounts[acct].method_in_tier[m]:
-            outcome = rc.PAY_402
+        lim = self._gate[r.source][r.key][r.method]
+        if lim.__class__ is int:
+            outcome = lim  # refused before the limiter: 421, 401 or 402
         else:
-            lim = self.accounts[acct].limiter
             status = lim.reserve(now, r.reserve, r.actual)
             if status == LIM_OK:
-                r.booked = status
-                self.env.timeout(r.service_s, r).callbacks.append(self._complete)
+                r.booked, r.lim = status, lim
+                r.callbacks = self._to_complete
+                self._schedule(r, NORMAL, r.service_s)
                 return
             if status == THROTTLED:
-                if self._method_rpc[m]:
+                if self._method_rpc[r.method]:
                     outcome = rc.RPC_32005
                 else:
                     outcome, retry_after = rc.HTTP_434, float(lim.retry_after(now))
-                self._reply(r, now, outcome, retry_after, status.phantom)
+                self._refused(r, now, outcome, retry_after, status.phantom)
                 return
             outcome = rc.PAY_402 if status == NO_ALLOWANCE else rc.OVERSIZED
             assert status in (NO_ALLOWANCE, OVERSIZED)
-        self._reply(r, now, outcome, retry_after, False)
+        self._refused(r, now, outcome, retry_after, False)
 
-    def _complete(self, event) -> None:
-        r, now = event.value, self.env.now
-        self.accounts[self._key_account[r.key]].limiter.settle(now, r.booked, r.reserve,
-                                                               r.actual)
-        self._reply(r, now, rc.OK, _NAN, False)
-
-    def _reply(self, r: Request, now: float, outcome: int, retry_after: float,
-               phantom: bool) -> None:
-        """Record the attempt, then retry it or finish the logical request."""
+    def _complete(self, r: Request) -> None:
+        """The service settles and replies OK: record the attempt and the request."""
+        now = self.env.now
+        r.lim.settle(now, r.booked, r.reserve, r.actual)
         t_back = now + r.half_rtt
-        ok = outcome == rc.OK
         if r.conn is not None:
             r.conn.release_at(t_back)
-        self.rec.attempt(r.rid, r.attempt, r.source, r.method, r.key, r.region, r.t_send,
-                         t_back, outcome, r.reserve if ok else 0.0, r.actual if ok else 0.0,
-                         retry_after, phantom, r.wait)
-        if not ok and outcome in self._retry_codes[r.source]:
+        a = self._append_attempt
+        a[0](r.rid); a[1](r.attempt); a[2](r.source); a[3](r.method); a[4](r.key)
+        a[5](r.region); a[6](r.t_send); a[7](t_back); a[8](rc.OK); a[9](r.reserve)
+        a[10](r.actual); a[11](_NAN); a[12](False); a[13](r.wait)
+        q = self._append_request
+        q[0](r.rid); q[1](r.source); q[2](r.method); q[3](r.t_first); q[4](t_back)
+        q[5](rc.OK); q[6](r.attempt)
+        if len(self._attempt_rows) >= self._chunk_rows or \
+                len(self._request_rows) >= self._chunk_rows:
+            self.rec.flush()
+        if r.worker is not None:
+            self._finished(r)
+
+    def _refused(self, r: Request, now: float, outcome: int, retry_after: float,
+                 phantom: bool) -> None:
+        """Record a refused attempt, then retry it or finish the logical request."""
+        t_back = now + r.half_rtt
+        if r.conn is not None:
+            r.conn.release_at(t_back)
+        a = self._append_attempt
+        a[0](r.rid); a[1](r.attempt); a[2](r.source); a[3](r.method); a[4](r.key)
+        a[5](r.region); a[6](r.t_send); a[7](t_back); a[8](outcome); a[9](0.0); a[10](0.0)
+        a[11](retry_after); a[12](phantom); a[13](r.wait)
+        if outcome in self._retry_codes[r.source]:
             wait = self._deciders[r.source].delay(r.attempt, None if retry_after != retry_after
                                                   else retry_after)
             if wait is not None:
                 r.attempt += 1
                 r.t_send = t_back + wait
-                self.env.timeout(r.half_rtt + wait, r).callbacks.append(self._send_event)
+                r.callbacks = self._to_send
+                self._schedule(r, NORMAL, r.half_rtt + wait)
+                if len(self._attempt_rows) >= self._chunk_rows:
+                    self.rec.flush()
                 return
-        self.rec.request(r.rid, r.source, r.method, r.t_first, t_back, outcome, r.attempt)
-        if r.on_done is not None:
-            r.on_done.succeed()
+        q = self._append_request
+        q[0](r.rid); q[1](r.source); q[2](r.method); q[3](r.t_first); q[4](t_back)
+        q[5](outcome); q[6](r.attempt)
+        if len(self._attempt_rows) >= self._chunk_rows or \
+                len(self._request_rows) >= self._chunk_rows:
+            self.rec.flush()
+        if r.worker is not None:
+            self._finished(r)

@@ -146,38 +146,40 @@ class Recorder:
         self.attempt_sink = attempts if attempts is not None else MemorySink(ATTEMPT_COLUMNS)
         self.request_sink = requests if requests is not None else MemorySink(REQUEST_COLUMNS)
         self._on_chunk = on_chunk
-        self._chunk_rows = chunk_rows
-        self._new_attempt_buffers()
-        self._new_request_buffers()
+        self.chunk_rows = chunk_rows
         self._handshakes: tuple[list, ...] = tuple([] for _ in range(8))
-
-    def _new_attempt_buffers(self) -> None:
+        # One list per column, emptied in place at each flush, so that a caller may bind
+        # the appends once (:attr:`attempt_appends`) and write rows without a call per row.
         self.attempt_cols: tuple[list, ...] = tuple([] for _ in ATTEMPT_COLUMNS)
-        # Bound methods, so the hot path appends without attribute lookups.
-        self._a = tuple(col.append for col in self.attempt_cols)
-        self._a_rows = self.attempt_cols[0]
-
-    def _new_request_buffers(self) -> None:
+        self.attempt_appends = tuple(col.append for col in self.attempt_cols)
         self.request_cols: tuple[list, ...] = tuple([] for _ in REQUEST_COLUMNS)
-        self._r = tuple(col.append for col in self.request_cols)
-        self._r_rows = self.request_cols[0]
+        self.request_appends = tuple(col.append for col in self.request_cols)
 
     def attempt(self, rid, attempt, source, method, key, region, t_send, t_end, outcome,
                 reserved, settled, retry_after, phantom, stream_wait) -> None:
         """Record one attempt (``retry_after`` is NaN when the reply carried none)."""
-        a = self._a
+        a = self.attempt_appends
         a[0](rid); a[1](attempt); a[2](source); a[3](method); a[4](key); a[5](region)
         a[6](t_send); a[7](t_end); a[8](outcome); a[9](reserved); a[10](settled)
         a[11](retry_after); a[12](phantom); a[13](stream_wait)
-        if len(self._a_rows) >= self._chunk_rows:
+        if len(self.attempt_cols[0]) >= self.chunk_rows:
             self._flush_attempts()
 
     def request(self, rid, source, method, t_first, t_end, outcome, attempts) -> None:
         """Record a logical request once it has its final outcome."""
-        r = self._r
+        r = self.request_appends
         r[0](rid); r[1](source); r[2](method); r[3](t_first); r[4](t_end); r[5](outcome)
         r[6](attempts)
-        if len(self._r_rows) >= self._chunk_rows:
+        if len(self.request_cols[0]) >= self.chunk_rows:
+            self._flush_requests()
+
+    def flush(self) -> None:
+        """Hand on the rows of whichever table has a full chunk: for a caller that
+        appends through :attr:`attempt_appends` and :attr:`request_appends` and calls
+        this as soon as the first column of either reaches :attr:`chunk_rows`."""
+        if len(self.attempt_cols[0]) >= self.chunk_rows:
+            self._flush_attempts()
+        if len(self.request_cols[0]) >= self.chunk_rows:
             self._flush_requests()
 
     def handshake(self, source, method, key, region, t, outcome, cu, retry_after) -> None:
@@ -199,21 +201,25 @@ class Recorder:
         self._handshakes = tuple([] for _ in self._handshakes)
 
     def _flush_attempts(self) -> None:
-        if not self._a_rows:
+        if not self.attempt_cols[0]:
             return
-        chunk = {name: np.asarray(col, dtype=dt)
+        n = len(self.attempt_cols[0])
+        chunk = {name: np.fromiter(col, dtype=dt, count=n)  # faster than asarray from a list
                  for (name, dt), col in zip(ATTEMPT_COLUMNS, self.attempt_cols, strict=True)}
-        self._new_attempt_buffers()
+        for col in self.attempt_cols:
+            col.clear()
         if self._on_chunk is not None:
             self._on_chunk(chunk)
         self.attempt_sink.write(chunk)
 
     def _flush_requests(self) -> None:
-        if not self._r_rows:
+        if not self.request_cols[0]:
             return
-        chunk = {name: np.asarray(col, dtype=dt)
+        n = len(self.request_cols[0])
+        chunk = {name: np.fromiter(col, dtype=dt, count=n)  # faster than asarray from a list
                  for (name, dt), col in zip(REQUEST_COLUMNS, self.request_cols, strict=True)}
-        self._new_request_buffers()
+        for col in self.request_cols:
+            col.clear()
         self.request_sink.write(chunk)
 
     def close(self, handshake_rid: int = 0) -> None:

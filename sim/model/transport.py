@@ -99,13 +99,21 @@ class ClientPool:
     def acquire(self, now: float) -> tuple[float, Connection | None]:
         """A stream for a request sent at ``now``: ``(send_time, connection)``."""
         if self.reuse and not self.waiting:
-            for conn in list(self.conns):
+            conns, most = self.conns, self.max_streams
+            # A copy only if a close may remove a connection while we walk the list.
+            for conn in conns if len(conns) < 2 else conns[:]:
                 if conn.deadline <= now and self.account.close_if_idle(conn, now):
                     continue
-                if conn.active >= self.max_streams:
+                if conn.active >= most:
                     conn.refresh(now)
-                if conn.active < self.max_streams:
-                    return self._stream_on(conn, now), conn
+                if conn.active < most:
+                    # _stream_on for a reusable connection, inlined (every attempt's path)
+                    conn.active += 1
+                    start = max(now, conn.ready_at)
+                    deadline = start + self.idle_timeout_s
+                    if deadline > conn.deadline:
+                        conn.deadline = deadline
+                    return start, conn
         if len(self.conns) < self.max_connections or not self.reuse:
             if not self.account.try_open(now, self.hostname):
                 return REFUSED, None

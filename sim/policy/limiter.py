@@ -171,6 +171,9 @@ class CULimiter:
         self._w_throttled: list[int] = []
         self._w_phantom: list[int] = []
         self.last_phantom = False
+        # The Reservations of the current window and day, made once and handed to every
+        # action of that window (they are never mutated): admitted, throttled, phantom.
+        self._ok_booked = self._throttled_booked = self._phantom_booked = _OVERSIZED
 
     # -- windows ---------------------------------------------------------------------
 
@@ -249,8 +252,14 @@ class CULimiter:
             if used - pending + cost <= self._limit:
                 self.last_phantom = True
                 self._w_phantom[wid] += 1
-                return _booked(THROTTLED, wid, self.day, True)
-            return _booked(THROTTLED, wid, self.day)
+                booked = self._phantom_booked
+                if booked.window != wid or booked.day != self.day:
+                    booked = self._phantom_booked = _booked(THROTTLED, wid, self.day, True)
+                return booked
+            booked = self._throttled_booked
+            if booked.window != wid or booked.day != self.day:
+                booked = self._throttled_booked = _booked(THROTTLED, wid, self.day)
+            return booked
         used += cost
         self._used = used
         if used > self._w_peak[wid]:
@@ -264,7 +273,10 @@ class CULimiter:
         if allowance is not None:
             self._day_used += cost
             self.daily_used[self.day] = self._day_used
-        return _booked(OK, wid, self.day)
+        booked = self._ok_booked
+        if booked.window != wid or booked.day != self.day:
+            booked = self._ok_booked = _booked(OK, wid, self.day)
+        return booked
 
     def settle(self, now: float, booked: Reservation | int, *args: float) -> None:
         """Settle a reservation to ``actual`` CU: ``settle(now, reservation, reserved,

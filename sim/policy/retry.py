@@ -28,9 +28,9 @@ class RetryDecider:
         self.retries = 0
         self.budget_refusals = 0
 
-    def on_request(self) -> None:
-        """Count a new logical request (the retry budget grows with them)."""
-        self.requests += 1
+    def on_request(self, count: int = 1) -> None:
+        """Count ``count`` new logical requests (the retry budget grows with them)."""
+        self.requests += count
 
     def delay(self, attempt: int, retry_after: float | None) -> float | None:
         """Seconds to wait before the next attempt, or ``None`` to give up."""
