@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .lazy import exports
+
 __version__ = "0.1.0"
 
-_LAZY = {
-    "run": ("sim.api", "run"),
-    "RunResult": ("sim.api", "RunResult"),
-    "load_summary": ("sim.summary", "load_summary"),
-    "RunSummary": ("sim.summary", "RunSummary"),
-    "TierSummary": ("sim.summary", "TierSummary"),
-    "CapsimError": ("sim.errors", "CapsimError"),
+_WHERE = {
+    "run": ".api", "RunResult": ".api",
+    "load_summary": ".summary", "RunSummary": ".summary", "TierSummary": ".summary",
+    "CapsimError": ".errors",
 }
 
 __all__ = ["CapsimError", "RunResult", "RunSummary", "TierSummary", "__version__",
@@ -34,19 +33,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import CapsimError
     from .summary import RunSummary, TierSummary, load_summary
 
-
-def __getattr__(name: str):
-    """PEP 562: import the public API on first use."""
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'sim' has no attribute {name!r}") from None
-    import importlib
-
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = exports(globals(), _WHERE)

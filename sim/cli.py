@@ -6,26 +6,97 @@ exits with code 2; nothing is written.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
 from . import __version__
-from .cli_calibrate import calibrate_command
-from .cli_live import drive, serve
-from .cli_regression import COMMANDS as REGRESSION_COMMANDS
-from .cli_sweep import headroom, sweep
-from .cli_trace import trace
 from .errors import USAGE_EXIT_CODE, CapsimError
-from .policy.pricing import Pricing, default_pricing_table
-from .policy.resolved import LoadedScenario
-from .policy.tiers import CATALOG
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .policy.resolved import LoadedScenario
+
+
+class LazyCommand(NamedTuple):
+    """A command defined in another module, imported only when it is run (or its own
+    help is asked for); ``help`` is what ``capsim --help`` lists for it, kept here so the
+    listing imports nothing (a test checks it against the command)."""
+
+    module: str
+    attribute: str
+    help: str
+    short: bool = False  # ``help`` is the command's short_help (else its help's start)
+
+    def load(self) -> click.Command:
+        """The command object itself."""
+        return getattr(importlib.import_module(self.module), self.attribute)
+
+    def stand_in(self, name: str) -> click.Command:
+        """A command that lists like the real one in ``capsim --help``."""
+        return click.Command(name, help=self.help, short_help=self.help if self.short else None)
+
+
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "baseline": LazyCommand("sim.cli_regression", "baseline",
+                            "Save or update the baseline a scenario is checked against."),
+    "calibrate": LazyCommand("sim.cli_calibrate", "calibrate_command",
+                             "Replay a recorded trace, compare outcomes, fit prices.", short=True),
+    "check": LazyCommand("sim.cli_regression", "check",
+                         "Run SCENARIO as its baseline was run and compare: exit 1 on a "
+                         "regression."),
+    "compare": LazyCommand("sim.cli_regression", "compare",
+                           "Compare B with A (report folders, summary.json files or baselines): "
+                           "exit 1 when B regressed, with the same reports as check."),
+    "drive": LazyCommand("sim.cli_live", "drive",
+                         "Replay SCENARIO's demand against a running emulator with real HTTP/2 "
+                         "and websocket clients, and write every attempt (status, latency) as a "
+                         "canonical trace."),
+    "headroom": LazyCommand("sim.cli_sweep", "headroom",
+                            "For each tier, the largest multiple of SCENARIO's load that still "
+                            "meets its SLO, and what breaks first beyond it (bisection on a log "
+                            "scale)."),
+    "serve": LazyCommand("sim.cli_live", "serve",
+                         "Emulate the service for SCENARIO's account (default: the built-in "
+                         "scenario)."),
+    "sweep": LazyCommand("sim.cli_sweep", "sweep",
+                         "Run SCENARIO over a grid of values (--vary), its [[variants]] and "
+                         "replications."),
+    "trace": LazyCommand("sim.cli_trace", "trace",
+                         "Import recorded traffic into the canonical trace table and summarise "
+                         "it."),
+}
+"""Subcommands whose modules load only when used, so ``capsim tiers``, ``capsim validate``
+and ``capsim --help`` do not pay for asyncio, the regression gate or the trace importers.
+A new command in its own module is registered here with one line."""
 
 
 class CapsimGroup(click.Group):
-    """A click group that reports CapsimError as one line, exit code 2, no traceback."""
+    """A click group that reports CapsimError as one line, exit code 2, no traceback, and
+    imports the :data:`LAZY_COMMANDS` on first use."""
+
+    _listing = False
+
+    def list_commands(self, ctx):
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            if self._listing:
+                return LAZY_COMMANDS[name].stand_in(name)
+            self.add_command(LAZY_COMMANDS[name].load(), name)
+        return self.commands.get(name)
+
+    def format_commands(self, ctx, formatter):
+        # The listing needs only each command's short help: stand-ins keep it import-free.
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
 
     def invoke(self, ctx):
         try:
@@ -163,6 +234,9 @@ def tiers(as_json):
     """Print the tier catalog: CU per 12 s, websocket cap, APIs, assumed allowance and price."""
     import json
 
+    from .policy.pricing import Pricing, default_pricing_table
+    from .policy.tiers import CATALOG
+
     pricing = Pricing.model_validate(default_pricing_table())
     rows = []
     for t in CATALOG:
@@ -200,15 +274,6 @@ def validate(scenario, overrides, max_requests):
         click.echo(f"warning: sources[{i}].key is not a key of any account: "
                    "its requests will get 401", err=True)
 
-
-main.add_command(trace)
-main.add_command(calibrate_command)
-main.add_command(sweep)
-main.add_command(headroom)
-main.add_command(serve)
-main.add_command(drive)
-for _command in REGRESSION_COMMANDS:
-    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

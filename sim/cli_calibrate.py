@@ -1,6 +1,6 @@
 """``capsim calibrate``: replay a recorded trace as it happened, compare with what the
 service answered, and fit the prices the spec does not show (a thin layer over
-:mod:`sim.calibration`). Register with ``main.add_command(calibrate_command)``.
+:mod:`sim.calibration`). Registered in :data:`sim.cli.LAZY_COMMANDS`.
 """
 
 from __future__ import annotations

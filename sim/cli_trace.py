@@ -1,5 +1,5 @@
 """``capsim trace``: import recorded traffic and summarise it (a thin layer over
-:mod:`sim.traces`). Register with ``main.add_command(trace)``.
+:mod:`sim.traces`). Registered in :data:`sim.cli.LAZY_COMMANDS`.
 
 A :class:`~sim.errors.CapsimError` becomes one line on stderr and exit code 2.
 """

@@ -20,7 +20,7 @@ import pytest
 SIM = Path(__file__).resolve().parent.parent / "sim"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("sim", "sim.vocabulary", "sim.errors", "sim.rng", "sim.stats", "sim.redact",
+    ("sim", "sim.vocabulary", "sim.errors", "sim.lazy", "sim.rng", "sim.stats", "sim.redact",
      "sim.summary", "sim.draws", "sim.regression.catalogue"),
     ("sim.config",),
     ("sim.policy",),

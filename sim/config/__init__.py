@@ -7,9 +7,26 @@ generators or the model: this is the bottom of the layers above the vocabulary.
 
     raw, label, lines = sim.config.loader.read("workloads/searcher.toml", ["duration=600"])
     scenario = sim.config.loader.validate_scenario(raw, label, lines)
+
+The names below are imported on first use (:mod:`sim.lazy`), so a module that needs only
+``sim.config.strict_types`` (the pricing table) does not build every scenario model.
 """
 
-from .loader import apply_override, read, validate_scenario
-from .scenario import LimiterSettings, Scenario, Slo
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import exports
+
+_WHERE = {
+    "apply_override": ".loader", "read": ".loader", "validate_scenario": ".loader",
+    "LimiterSettings": ".scenario", "Scenario": ".scenario", "Slo": ".scenario",
+}
 
 __all__ = ["LimiterSettings", "Scenario", "Slo", "apply_override", "read", "validate_scenario"]
+
+__getattr__, __dir__ = exports(globals(), _WHERE)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .loader import apply_override, read, validate_scenario
+    from .scenario import LimiterSettings, Scenario, Slo

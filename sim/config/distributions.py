@@ -11,12 +11,14 @@ Units are whatever the field that holds the distribution says (seconds for times
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 
 class _Dist(BaseModel):
@@ -41,6 +43,8 @@ class Constant(_Dist):
     value: FiniteFloat = Field(ge=0)
 
     def sample(self, rng, n):
+        import numpy as np  # the models load without numpy (capsim validate)
+
         return np.full(n, self.value, dtype=float)
 
     @property

@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..summary import RunSummary, TierSummary
+if TYPE_CHECKING:  # pragma: no cover
+    # Annotations only: the scenario's [check] table imports this module, and
+    # `capsim validate` need not build the summary models.
+    from ..summary import RunSummary, TierSummary
 
 Worse = Literal["higher", "lower"]
 Kind = Literal["absolute", "relative"]
