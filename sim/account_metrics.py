@@ -43,7 +43,7 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
     att_acct = plan.tables.key_account[a["key"]]
     req_acct = request_accounts(result, plan)
     pricing = plan.loaded.pricing
-    ws = result.extra.get("websockets")
+    ws = result.websockets
     accounts = []
     for i, (spec, res) in enumerate(zip(sc.account_list, result.accounts, strict=True)):
         rows, reqs = att_acct == i, req_acct == i
@@ -55,7 +55,7 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
         used = max(res.daily_used.values(), default=0.0)
         ran_out = min(res.daily_exhausted_at.values(), default=None)
         is_ws = rows & (a["source"] >= len(sc.sources))
-        slots = ws["slots_by_account"][i]["live"] if ws is not None else []
+        slots = ws.slots_by_account[i]["live"] if ws is not None else []
         accounts.append(AccountSummary(
             account=spec.name, tier=res.tier.name, fixed_tier=spec.tier is not None,
             keys=len(spec.keys), monthly_usd=pricing.for_tier(res.tier).monthly_usd,
@@ -71,7 +71,7 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
                 allowance_cu=res.daily_allowance_cu, used_cu=_r(used),
                 ran_out_at=None if ran_out is None else
                 (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z")),
-            connections_opened=res.connections["opened"],
+            connections_opened=res.connections.opened,
             refused_430=int((outcomes == rc.CONN_430).sum()),
             ws_handshakes_ok=int((a["outcome"][is_ws] == rc.OK).sum()),
             ws_refused_435=int((a["outcome"][is_ws] == rc.WS_435).sum()),

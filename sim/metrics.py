@@ -180,32 +180,32 @@ def _settled(result: TierResult, a: dict[str, np.ndarray], plan: Plan) -> dict:
 
 
 def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary | None:
-    ws = result.extra.get("websockets")
+    ws = result.websockets
     if ws is None:
         return None
     return WebsocketsSummary(**{
-        "handshakes": ws["handshakes"],
-        "wanted_s": _r(ws["wanted_s"], 3),
-        "connected_s": _r(ws["connected_s"], 3),
-        "connected_fraction": _r(ws["connected_fraction"]),
-        "events_published": {k: int(v) for k, v in ws["events_published"].items()},
-        "events_delivered": int(ws["events_delivered"]),
-        "events_lost": int(ws["events_lost"]),
-        "cu_connect": _r(ws["cu_connect"]),
-        "cu_publish": _r(ws["cu_publish"]),
-        "cu_requests": _r(settled_total - ws["cu_connect"]),
-        "sessions": len(ws["sessions"]["open_s"]),
-        "peak_live_slots": int(max(ws["slots"]["live"], default=0)),
+        "handshakes": ws.handshakes,
+        "wanted_s": _r(ws.wanted_s, 3),
+        "connected_s": _r(ws.connected_s, 3),
+        "connected_fraction": _r(ws.connected_fraction),
+        "events_published": {k: int(v) for k, v in ws.events_published.items()},
+        "events_delivered": int(ws.events_delivered),
+        "events_lost": int(ws.events_lost),
+        "cu_connect": _r(ws.cu_connect),
+        "cu_publish": _r(ws.cu_publish),
+        "cu_requests": _r(settled_total - ws.cu_connect),
+        "sessions": len(ws.sessions["open_s"]),
+        "peak_live_slots": int(max(ws.slots["live"], default=0)),
     })
 
 
 def streams_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
     """One row per websocket session (``streams.parquet``)."""
-    ws = result.extra.get("websockets")
+    ws = result.websockets
     sc = plan.scenario
     if ws is None:
         return pd.DataFrame()
-    s = ws["sessions"]
+    s = ws.sessions
     n = len(s["open_s"])
     clients = [c.name for c in sc.streams]
     client = s["client"].astype(np.int64)
@@ -219,7 +219,7 @@ def streams_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
         "open_s": s["open_s"],
         "close_s": s["close_s"],
         "closed_how": pd.Categorical.from_codes(s["close_kind"].astype(np.int64),
-                                                categories=list(ws["close_kinds"])),
+                                                categories=list(ws.close_kinds)),
         "events_delivered": s["events_delivered"],
         "events_dropped": s["events_dropped"],
         "events_lost_before": s["events_lost_before"],
@@ -228,10 +228,10 @@ def streams_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
 
 def slots_frame(result: TierResult) -> pd.DataFrame:
     """The account's websocket slots over time (live, stale, cap), for the plot."""
-    ws = result.extra.get("websockets")
+    ws = result.websockets
     if ws is None:
         return pd.DataFrame()
-    sl = ws["slots"]
+    sl = ws.slots
     return pd.DataFrame({"tier": result.tier.name, "t": sl["t"], "live": sl["live"],
                          "stale": sl["stale"], "cap": sl["cap"]})
 
@@ -240,10 +240,10 @@ def _connections(result: TierResult, a: dict[str, np.ndarray], stream_wait_s: np
                  ) -> ConnectionsSummary:
     wait = stream_wait_s * 1000.0
     waited = wait[wait > 0]
-    conn = result.extra.get("connections", {})
+    conn = result.connections
     return ConnectionsSummary.model_validate({
-        "opened": conn.get("opened", 0),
-        "peak_active": conn.get("peak_active", 0),
+        "opened": conn.opened,
+        "peak_active": conn.peak_active,
         "refused_430": int((a["outcome"] == rc.CONN_430).sum()),
         "refused_421": int((a["outcome"] == rc.PROTO_421).sum()),
         "attempts_waiting_for_stream": int(len(waited)),

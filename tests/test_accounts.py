@@ -210,7 +210,7 @@ def test_each_account_has_its_own_websocket_slot_cap():
         assert a.peak_live_slots == cap and a.ws_cap == cap
         assert a.ws_handshakes_ok == cap
         assert a.ws_refused_435 >= 1  # the third connection keeps being refused
-    slots = r2.extra["websockets"]["slots_by_account"]
+    slots = r2.websockets.slots_by_account
     assert [int(s["live"].max()) for s in slots] == [cap, cap]
 
 

@@ -7,6 +7,8 @@ seed => other records; and every tier replays the same open-loop demand.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 
@@ -66,7 +68,8 @@ def test_same_seed_gives_identical_attempts_requests_and_windows(tier):
     assert first.windows == second.windows
     assert first.daily_used == second.daily_used
     assert first.end_s == second.end_s
-    assert same_tree(first.extra, second.extra)
+    assert first.connections == second.connections
+    assert same_tree(asdict(first.websockets), asdict(second.websockets))
 
 
 def test_the_runs_exercise_what_could_make_them_differ():

@@ -127,6 +127,7 @@ def test_the_walker_sees_an_upward_import(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("module", "layer"), [
     ("sim.config.loader", 1), ("sim.policy.limiter", 2), ("sim.traces.replay", 3),
     ("sim.model.engine", 4), ("sim.report.writer", 6), ("sim.cli", 7),
+    ("sim.policy.slots", 2), ("sim.model.ws_sessions", 4), ("sim.model.ws_records", 4),
 ])
 def test_layer_of(module, layer):
     assert layer_of(module) == layer
@@ -137,7 +138,8 @@ def test_a_new_top_level_module_must_be_placed():
         layer_of("sim.cli_new")
 
 
-@pytest.mark.parametrize("package", ["sim", "sim.policy", "sim.config", "sim.summary"])
+@pytest.mark.parametrize("package", ["sim", "sim.policy", "sim.policy.slots", "sim.config",
+                                     "sim.summary"])
 def test_packages_import_without_simpy(package):
     code = f"import {package}, sys; assert 'simpy' not in sys.modules, 'simpy'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

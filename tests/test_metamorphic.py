@@ -257,7 +257,7 @@ def refused_nothing_for_its_limits(res: TierResult) -> bool:
     tier_limited = [*THROTTLES, rc.OVERSIZED, rc.WS_435]
     if np.isin(res.attempts["outcome"], tier_limited).any() or res.daily_exhausted_at:
         return False
-    ws = (res.extra or {}).get("websockets")
+    ws = res.websockets
     if ws:  # billed publishes refused by the window (dropped, or closing the connection)
         if np.any(ws["clients"]["events_dropped"] > 0):
             return False

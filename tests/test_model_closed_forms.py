@@ -422,7 +422,7 @@ def test_request_after_an_idle_gap_opens_a_new_connection():
     # waits 2 round trips for it, then takes one more round trip (service time 0).
     np.testing.assert_allclose(a["stream_wait_s"], [2 * rtt] * 3)
     np.testing.assert_allclose(a["t_end"] - a["t_send"], [3 * rtt] * 3)
-    assert res.extra["connections"]["opened"] == 3
+    assert res.connections.opened == 3
 
 
 # -- the daily allowance: 402 once spent, again at 00:00 UTC of the simulated clock ----------

@@ -50,13 +50,13 @@ def test_33_requests_on_one_connection_queue_exactly_one():
     assert (wait > 0).sum() == 1
     # The 33rd waits for the first reply: service time 1 s (rtt 0).
     assert np.isclose(wait.max(), 1.0)
-    assert res.extra["connections"]["opened"] == 1
+    assert res.connections.opened == 1
 
 
 def test_more_connections_when_allowed_no_queueing():
     res = _run(33, http="max_connections = 2")
     assert (res.attempts["stream_wait_s"] == 0).all()
-    assert res.extra["connections"]["opened"] == 2
+    assert res.connections.opened == 2
 
 
 def test_129th_connection_gets_430():
@@ -68,7 +68,7 @@ def test_129th_connection_gets_430():
     out = res.attempts["outcome"]
     assert (out == rc.CONN_430).sum() == 1
     assert out[np.argmax(res.attempts["t_send"])] == rc.CONN_430
-    assert res.extra["connections"]["peak_active"] == 128
+    assert res.connections.peak_active == 128
 
 
 def test_33rd_new_connection_within_one_second_gets_430():
@@ -80,7 +80,7 @@ def test_33rd_new_connection_within_one_second_gets_430():
 def test_new_connections_a_second_later_are_admitted():
     res = _run(32, http="reuse = false", at=[0.0, 1.0], service_s=0.1)
     assert (res.attempts["outcome"] == rc.OK).all()
-    assert res.extra["connections"]["opened"] == 64
+    assert res.connections.opened == 64
 
 
 def test_http_1_1_gets_421():

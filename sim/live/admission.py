@@ -1,7 +1,7 @@
 """The service's decisions, one call per attempt, over the simulator's policy objects.
 
 :class:`Admission` holds one account's limiter (:func:`sim.policy.limiters.make_limiter`
-for the scenario's ``[limiter]``), websocket :class:`~sim.model.websockets.SlotPool` and
+for the scenario's ``[limiter]``), websocket :class:`~sim.policy.slots.SlotPool` and
 :class:`~sim.policy.connections.AccountConnections` -- the very objects the SimPy model
 builds -- and asks them in the model's order. Time is passed in as service seconds
 (``now``); nothing here sleeps or does I/O, so the emulator and the trace comparison
@@ -30,12 +30,12 @@ import math
 from dataclasses import dataclass
 
 from ..errors import CapsimError
-from ..model.websockets import SlotPool
 from ..policy.connections import AccountConnections
 from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, Reservation
 from ..policy.limiter import OK as LIM_OK
 from ..policy.limiters import make_limiter
 from ..policy.resolved import LoadedScenario
+from ..policy.slots import SlotPool
 from ..policy.tiers import Tier
 from ..vocabulary import (
     AUTH_401,

@@ -40,7 +40,8 @@ from . import recorder as rc
 from .accounts import AccountPolicies, build_accounts
 from .aggregates import MinuteOutcomes
 from .transport import QUEUED, REFUSED, ClientPool
-from .websockets import Websockets
+from .ws_records import RecorderHandshakes, WebsocketsResult
+from .ws_sessions import Websockets
 
 FEED_HORIZON_S = 1.0
 _NAN = math.nan
@@ -82,14 +83,32 @@ class _Worker(Event):
     _ok = True
 
 
+@dataclass(frozen=True)
+class ConnectionsResult:
+    """An account's HTTP/2 connections (spec 8.4): opened, the most active at once, and
+    opens refused with 430. A tier's figure adds the accounts up (the peak: the largest)."""
+
+    opened: int = 0
+    peak_active: int = 0
+    refused_430: int = 0
+
+    @classmethod
+    def combined(cls, parts: list[ConnectionsResult]) -> ConnectionsResult:
+        """Several accounts' figures as one."""
+        return cls(sum(p.opened for p in parts), max((p.peak_active for p in parts), default=0),
+                   sum(p.refused_430 for p in parts))
+
+
 @dataclass
 class TierResult:
     """What one tier's run produced (columnar), before metrics are computed.
 
     The attempt and request rows live in their sinks (in memory, or a Parquet spool
-    file); :attr:`attempts` and :attr:`requests` read them whole. ``minutes`` and
-    ``refused_handshakes`` are the running aggregates the plots use
-    (:class:`~sim.model.aggregates.MinuteOutcomes`).
+    file); :attr:`attempts` and :attr:`requests` read them whole; websocket handshakes
+    are attempt rows too. ``minutes`` and ``refused_handshakes`` are the running
+    aggregates the plots use (:class:`~sim.model.aggregates.MinuteOutcomes`).
+    ``connections``: the HTTP/2 connections of all accounts; ``websockets``: the
+    websocket side (None for a scenario without ``[[streams]]``).
     """
 
     tier: Tier
@@ -105,7 +124,8 @@ class TierResult:
     daily_allowance_cu: float | None
     retry_budget_refusals: int
     end_s: float
-    extra: dict = field(default_factory=dict)
+    connections: ConnectionsResult = field(default_factory=ConnectionsResult)
+    websockets: WebsocketsResult | None = None
     accounts: list[AccountResult] = field(default_factory=list)
 
     @property
@@ -130,7 +150,7 @@ class AccountResult:
     daily_used: dict[int, float]
     daily_exhausted_at: dict[int, float]
     daily_allowance_cu: float | None
-    connections: dict[str, int]
+    connections: ConnectionsResult
 
 
 def combined_windows(stats: list[WindowStats]) -> WindowStats:
@@ -225,12 +245,19 @@ class TierRun:
         self.ws = None
         if sc.streams:
             a0 = self.accounts[0]
+            # A handshake is an attempt row of source ``len(sources) + client``, its
+            # method the stream's name.
+            rows = [(len(sc.sources) + i, t.methods.index(c.stream), t.keys.index(c.key),
+                     t.regions.index(c.region or sc.regions[0].name))
+                    for i, c in enumerate(sc.streams)]
             self.ws = Websockets(
                 self.env, a0.limiter, a0.tier, list(sc.streams), sc.ws, plan.loaded.pricing,
                 key_valid=lambda k: sc.account_of_key(k) is not None, seed=sc.seed,
                 duration_s=sc.duration_s, day_offset_s=sc.day_offset_s,
                 accounts=[(a.limiter, a.tier) for a in self.accounts],
-                account_of_key=lambda k: sc.account_of_key(k))
+                account_of_key=lambda k: sc.account_of_key(k),
+                handshakes=RecorderHandshakes(self.rec, rows,
+                                              plan.loaded.pricing.websocket.connect_cu))
 
     def _admission(self, source: int, key: int, method: int) -> int | Limiter:
         """What the service does with an attempt before its limiter, which depends only
@@ -256,17 +283,14 @@ class TierRun:
         if self.ws is not None:
             self.ws.start()
         env.run()
-        ws = None
-        if self.ws is not None:
-            ws = self.ws.result()
-            self._record_handshakes(ws)
-        self.rec.close()
+        ws = self.ws.result() if self.ws is not None else None
+        self.rec.close(handshake_rid=self._next_rid)
         accounts = [AccountResult(
             a.name, a.tier, a.limiter.window_stats(), a.limiter.budget_cu,
             dict(a.limiter.daily_used), dict(a.limiter.daily_exhausted_at),
             a.limiter.daily_allowance_cu,
-            {"opened": a.connections.opened, "peak_active": a.connections.peak_active,
-             "refused_430": a.connections.refused}) for a in self.accounts]
+            ConnectionsResult(a.connections.opened, a.connections.peak_active,
+                              a.connections.refused)) for a in self.accounts]
         allowances = [a.daily_allowance_cu for a in accounts]
         return TierResult(
             tier=self.tier, attempt_sink=self.rec.attempt_sink,
@@ -280,29 +304,8 @@ class TierRun:
             daily_allowance_cu=None if None in allowances else sum(allowances),
             retry_budget_refusals=sum(d.budget_refusals for d in self._deciders),
             end_s=env.now,
-            extra={"connections": {k: sum(a.connections[k] for a in accounts)
-                                   if k != "peak_active" else
-                                   max(a.connections[k] for a in accounts)
-                                   for k in ("opened", "peak_active", "refused_430")},
-                   "websockets": ws},
-            accounts=accounts)
-
-    def _record_handshakes(self, ws: dict) -> None:
-        """Websocket handshakes are attempts too: one row each (api streams or search)."""
-        sc, tab = self.plan.scenario, self.plan.tables
-        log = ws["handshake_log"]
-        first_source = len(sc.sources)
-        connect_cu = self.plan.loaded.pricing.websocket.connect_cu
-        rid = self._next_rid
-        for t, client, outcome, ra in zip(log["t"].tolist(), log["client"].tolist(),
-                                          log["outcome"].tolist(), log["retry_after_s"].tolist(),
-                                          strict=True):
-            c = sc.streams[client]
-            region = tab.regions.index(c.region or sc.regions[0].name)
-            cu = connect_cu if outcome == rc.OK else 0.0
-            self.rec.attempt(rid, 1, first_source + client, tab.methods.index(c.stream),
-                             tab.keys.index(c.key), region, t, t, outcome, cu, cu, ra, False, 0.0)
-            rid += 1
+            connections=ConnectionsResult.combined([a.connections for a in accounts]),
+            websockets=ws, accounts=accounts)
 
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""

@@ -147,6 +147,7 @@ class Recorder:
         self.request_sink = requests if requests is not None else MemorySink(REQUEST_COLUMNS)
         self._on_chunk = on_chunk
         self.chunk_rows = chunk_rows
+        self._handshakes: tuple[list, ...] = tuple([] for _ in range(8))
         # One list per column, emptied in place at each flush, so that a caller may bind
         # the appends once (:attr:`attempt_appends`) and write rows without a call per row.
         self.attempt_cols: tuple[list, ...] = tuple([] for _ in ATTEMPT_COLUMNS)
@@ -181,6 +182,24 @@ class Recorder:
         if len(self.request_cols[0]) >= self.chunk_rows:
             self._flush_requests()
 
+    def handshake(self, source, method, key, region, t, outcome, cu, retry_after) -> None:
+        """Record one websocket handshake: an attempt row sent and answered at ``t``,
+        reserving and settling ``cu``. Handshake rows follow every other attempt row and
+        take request ids from ``close(handshake_rid=...)`` on, in the order recorded."""
+        for col, v in zip(self._handshakes, (source, method, key, region, t, outcome, cu,
+                                             retry_after), strict=True):
+            col.append(v)
+
+    def _write_handshakes(self, first_rid: int) -> None:
+        # Through the attempt buffers, so the chunks (and the report's row groups) are
+        # those of a run that had recorded them as attempts at the end.
+        attempt = self.attempt
+        for i, (source, method, key, region, t, outcome, cu, retry_after) in enumerate(
+                zip(*self._handshakes, strict=True)):
+            attempt(first_rid + i, 1, source, method, key, region, t, t, outcome, cu, cu,
+                    retry_after, False, 0.0)
+        self._handshakes = tuple([] for _ in self._handshakes)
+
     def _flush_attempts(self) -> None:
         if not self.attempt_cols[0]:
             return
@@ -203,8 +222,10 @@ class Recorder:
             col.clear()
         self.request_sink.write(chunk)
 
-    def close(self) -> None:
-        """Flush what is buffered and close the sinks."""
+    def close(self, handshake_rid: int = 0) -> None:
+        """Flush what is buffered and close the sinks; handshake rows are numbered from
+        ``handshake_rid`` (the first id no logical request took)."""
+        self._write_handshakes(handshake_rid)
         self._flush_attempts()
         self._flush_requests()
         self.attempt_sink.close()
