@@ -23,16 +23,7 @@ import tempfile
 import threading
 import time
 
-CHILD = """
-import resource, sys
-from sim.cli import main
-try:
-    main(sys.argv[1:], standalone_mode=False)
-finally:
-    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print("PEAK", me * 1024, kids * 1024)
-"""
+from peak_child import CHILD, parse_peak
 
 
 def _children() -> dict[int, list[int]]:
@@ -101,7 +92,7 @@ def main() -> None:
         sampler.join()
         if proc.returncode != 0:
             raise SystemExit(f"capsim run failed with exit code {proc.returncode}")
-        me, kids = (int(x) for x in stdout.split("PEAK")[-1].split())
+        me, kids = parse_peak(stdout)
         with open(f"{out}/summary.json") as f:
             summary = json.load(f)
         attempts = sum(t["attempts"] for t in summary["tiers"])

@@ -20,16 +20,7 @@ import sys
 import tempfile
 import time
 
-CHILD = """
-import resource, sys
-from sim.cli import main
-try:
-    main(sys.argv[1:], standalone_mode=False)
-finally:
-    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print("PEAK", me * 1024, kids * 1024)
-"""
+from peak_child import CHILD, parse_peak
 
 
 def measure(duration: str, tiers: list[str], records: str, jobs: int, out: str):
@@ -41,7 +32,7 @@ def measure(duration: str, tiers: list[str], records: str, jobs: int, out: str):
     done = subprocess.run([sys.executable, "-c", CHILD, *args], check=True,
                           capture_output=True, text=True)
     wall = time.perf_counter() - start
-    me, kids = (int(x) for x in done.stdout.split("PEAK")[-1].split())
+    me, kids = parse_peak(done.stdout)
     return wall, me, kids
 
 
