@@ -203,7 +203,9 @@ class RequestsWriter:
         import pyarrow as pa
 
         for frame in tier_frames(self.plan, self.tier_names, i, result):
-            self._pending.append(pa.Table.from_pandas(frame, preserve_index=False))
+            # One thread: a pool per chunk costs more than it saves on a chunk's columns.
+            self._pending.append(pa.Table.from_pandas(frame, preserve_index=False,
+                                                      nthreads=1))
             self._pending_rows += len(frame)
             self.rows += len(frame)
             if self._pending_rows >= ROW_GROUP_ROWS:
