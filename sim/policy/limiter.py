@@ -280,15 +280,15 @@ class CULimiter:
             booked = self._ok_booked = _booked(OK, wid, self.day)
         return booked
 
-    def settle(self, now: float, booked: Reservation | int, *args: float) -> None:
+    def settle(self, now: float, booked: Reservation | int, reserved: float, actual: float,
+               _actual: float | None = None) -> None:
         """Settle a reservation to ``actual`` CU: ``settle(now, reservation, reserved,
         actual)``, or ``settle(now, window, day, reserved, actual)`` with the ids."""
-        if isinstance(booked, Reservation):
+        # Positional, not *args: this is every admitted attempt's path.
+        if _actual is None:
             wid, day = booked.window, booked.day
-            reserved, actual = args
         else:
-            wid = booked
-            day, reserved, actual = args
+            wid, day, reserved, actual = booked, reserved, actual, _actual
         if reserved <= 0.0:
             return
         self._w_settled[wid] += actual
