@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from heapq import heappush
 
 import numpy as np
 from simpy.events import NORMAL, Event
@@ -232,6 +233,9 @@ class TierRun:
                        for k in range(len(t.keys))] for s in range(len(sc.sources))]
         self._duration_s = sc.duration_s
         self._schedule = self.env.schedule
+        # The hot paths push onto SimPy's event heap what ``env.schedule(event, NORMAL,
+        # delay)`` would -- ``(now + delay, NORMAL, next id, event)`` -- without the call.
+        self._queue, self._eid = self.env._queue, self.env._eid
         # Each step's handler, as the constant callbacks of a request's next event.
         self._to_send, self._to_paced = (self._send_event,), (self._paced_event,)
         self._to_arrive, self._to_complete = (self._arrive,), (self._complete,)
@@ -310,7 +314,7 @@ class TierRun:
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
         env = self.env
         half_rtt, deciders = self._half_rtt, self._deciders
-        schedule, to_send = env.schedule, self._to_send
+        queue, eid, push, to_send = self._queue, self._eid, heappush, self._to_send
         blocks = self.plan.demand_blocks()
         i, next_report = 0, 0.0
         j = blen = 0
@@ -338,7 +342,7 @@ class TierRun:
                             half_rtt[reg])
                 fed[s] += 1
                 r.callbacks = to_send
-                schedule(r, NORMAL, tj - now)
+                push(queue, (now + (tj - now), NORMAL, next(eid), r))
                 i += 1
                 j += 1
             for decider, count in zip(deciders, fed, strict=True):
@@ -396,7 +400,7 @@ class TierRun:
         """A logical request has its final outcome: its worker (if any) thinks, then wakes."""
         w = r.worker
         w.callbacks = self._to_wake
-        self._schedule(w, NORMAL, w.h + w.pause)
+        heappush(self._queue, (self.env._now + (w.h + w.pause), NORMAL, next(self._eid), w))
 
     # -- the client's transport ------------------------------------------------------
 
@@ -433,7 +437,7 @@ class TierRun:
         if start >= 0.0:
             r.conn, r.wait = conn, start - now
             r.callbacks = self._to_arrive
-            self._schedule(r, NORMAL, start - now + r.half_rtt)
+            heappush(self._queue, (now + (start - now + r.half_rtt), NORMAL, next(self._eid), r))
         else:
             self._transmit(r, now, pool, start)
 
@@ -481,7 +485,7 @@ class TierRun:
             if status == LIM_OK:
                 r.booked, r.lim = status, lim
                 r.callbacks = self._to_complete
-                self._schedule(r, NORMAL, r.service_s)
+                heappush(self._queue, (now + r.service_s, NORMAL, next(self._eid), r))
                 return
             if status == THROTTLED:
                 if self._method_rpc[r.method]:
@@ -527,7 +531,7 @@ class TierRun:
                 r.attempt += 1
                 r.t_send = t_back + wait
                 r.callbacks = self._to_send
-                self._schedule(r, NORMAL, r.half_rtt + wait)
+                heappush(self._queue, (now + (r.half_rtt + wait), NORMAL, next(self._eid), r))
                 if len(self._abuf) >= self._abytes:
                     self.rec.flush()
                 return
