@@ -301,12 +301,15 @@ class CULimiter:
         if refund <= 0.0:
             return
         self._pending_excess_all -= refund
-        if self._roll(now):  # a window is current at `now`
+        if now < self._end or self._roll(now):  # a window is current at `now`
+            # (``x if x > 0.0 else 0.0`` is max(0.0, x) without the call)
             if wid == self.wid:
                 self._pending_excess -= refund
-                self._used = max(0.0, self._used - refund)
+                used = self._used - refund
+                self._used = used if used > 0.0 else 0.0
             elif not self._origin:
-                self._used = max(0.0, self._used - refund)
+                used = self._used - refund
+                self._used = used if used > 0.0 else 0.0
         if self.daily_allowance_cu is not None:
             if now >= self._day_end:
                 self._roll_day(now)
