@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from whole_demand import whole_demand
 
 from sim.errors import CapsimError
 from sim.redact import pseudonym
@@ -479,7 +480,8 @@ def test_method_map_renames_recorded_methods_before_replay(tmp_path):
     from sim.workload.demand import build_plan
 
     plan = build_plan(load(str(_provider_scenario(tmp_path, METHOD_MAP))))
-    names = Counter(plan.tables.methods[m] for m in plan.demand.method)
+    d = whole_demand(plan)
+    names = Counter(plan.tables.methods[m] for m in d.method)
     # the fixture's 7 RPC rows: eth_call 3, eth_blockNumber 3, eth_getLogs 1 (via "*")
     assert names == {"svc_call": 4, "svc_pendingBlock": 3}
     mapped = next(n for n in plan.notes if "mapped by replay.method_map" in n)
@@ -489,7 +491,7 @@ def test_method_map_renames_recorded_methods_before_replay(tmp_path):
     # CU follows the mapped method's price: 3 x svc_pendingBlock + 4 x svc_call
     from sim.policy.pricing import Pricing, default_pricing_table
     rpc = Pricing.model_validate(default_pricing_table()).rpc
-    assert plan.demand.reserve.sum() == pytest.approx(
+    assert d.reserve.sum() == pytest.approx(
         4 * rpc.cost("svc_call") + 3 * rpc.cost("svc_pendingBlock"))
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from whole_demand import whole_demand
 
 from sim.model import recorder as rc
 from sim.policy.resolved import load
@@ -32,13 +33,14 @@ def test_searcher_bursts_straddle_windows_and_get_434():
     assert throttled["retry_after_s"].between(1, 12).all()
     # offset -0.4 s: each burst starts 0.4 s before a window boundary.
     plan = build_plan(load(WORKLOADS / "searcher.toml", ["duration=600"]))
-    phase = np.mod(plan.demand.t, 12.0)
+    phase = np.mod(whole_demand(plan).t, 12.0)
     assert (phase >= 11.6 - 1e-9).mean() > 0.3 and (phase < 0.6).mean() > 0.3
 
 
 def test_indexer_follows_its_daily_profile():
     plan = build_plan(load(WORKLOADS / "indexer.toml"))
-    live = plan.demand.t[plan.demand.source == 0]
+    d = whole_demand(plan)
+    live = d.t[d.source == 0]
     per_hour = np.bincount((live // 3600).astype(int), minlength=24)
     # rate(h) = 12 * (1 + 0.6 cos(2π(h - 15)/24)); the hour around 15:00 vs 03:00 ≈ 4x
     expected = per_hour[15] / per_hour[3]
