@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from scenarios import write_scenario
 from whole_demand import whole_demand
 
 from sim.errors import CapsimError
@@ -456,23 +457,14 @@ def _provider_scenario(tmp_path, method_map) -> Path:
     trace = tmp_path / "provider.parquet"
     import_trace(FIXTURES / "provider-chrome.har", trace)
     pairs = ", ".join(f'"{k}" = "{v}"' for k, v in method_map.items())
-    scenario = tmp_path / "move.toml"
-    scenario.write_text(f"""
-name = "move-from-provider"
-duration = 60
-tiers = ["RPC"]
-[account]
-keys = ["k"]
-[[regions]]
-name = "eu"
-rtt_ms = 10
+    return write_scenario(tmp_path, filename="move.toml", name="move-from-provider",
+                          tables='[[regions]]\nname = "eu"\nrtt_ms = 10\n', sources=f"""
 [[sources]]
 name = "provider"
 key = "k"
 trace = "provider.parquet"
 replay = {{ method_map = {{ {pairs} }} }}
 """)
-    return scenario
 
 
 def test_method_map_renames_recorded_methods_before_replay(tmp_path):
