@@ -75,7 +75,7 @@ def test_validate_loads_no_simulator_table_plot_or_subcommand(scenario):
     mods = modules_after("validate", str(scenario))
     assert "sim.workload.size_estimate" in mods  # the run-size guard did run
     assert loaded(mods, (*HEAVY, *SUBCOMMANDS, "numpy", "sim.summary", "sim.policy.retry",
-                         "sim.policy.limiter")) == []
+                         "sim.policy.limiter", "difflib")) == []
 
 
 @pytest.mark.parametrize(("module", "absent"), [
