@@ -67,7 +67,10 @@ class RowFormat:
 
     def columns_of(self, buf: bytes | bytearray) -> dict[str, np.ndarray]:
         """The rows in ``buf`` as contiguous, native-typed columns."""
-        rows = np.frombuffer(buf, dtype=self.dtype)
+        # From an immutable copy: a view of a bytearray exports its buffer until the view
+        # dies, and a frame kept alive elsewhere (a sampling profiler, as Dask's workers
+        # run, or a traceback) would keep it -- and the caller's in-place clear would fail.
+        rows = np.frombuffer(bytes(buf), dtype=self.dtype)
         return {name: rows[name].astype(dt) for name, dt in self.columns}
 
 
