@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -85,6 +87,29 @@ def test_flush_hands_on_only_a_full_table():
     assert len(rec.attempt_buf) == 0 and len(rec.request_buf) == rc.REQUEST_ROW.size
     assert len(rec.attempt_sink.read()["request_id"]) == 2
     assert len(rec.request_sink.read()["request_id"]) == 0
+
+
+def test_a_flush_survives_a_profiler_keeping_the_converting_frame():
+    # Dask's workers sample their threads' stacks: a frame kept past its return keeps
+    # its locals. A view of the row buffer among them made the next in-place clear
+    # fail (BufferError) in a sweep on a LocalCluster.
+    kept = []
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "columns_of":
+            kept.append(frame)
+
+    rec = rc.Recorder(chunk_rows=2)
+    sys.settrace(tracer)
+    try:
+        for row in _rows(5):
+            rec.attempt(*row)
+        rec.close()
+    finally:
+        sys.settrace(None)
+    assert len(kept) == 3  # 2 + 2 + 1 rows: every conversion was watched
+    got = rec.attempt_sink.read()
+    np.testing.assert_array_equal(got["request_id"], np.arange(5))
 
 
 @pytest.mark.parametrize("fmt", [rc.ATTEMPT_ROW, rc.REQUEST_ROW])

@@ -431,31 +431,21 @@ class TierRun:
                 r.callbacks = self._to_paced
                 self._schedule(r, NORMAL, wait)
                 return
-        # _transmit, inlined: this is the path of nearly every attempt
+        self._transmit(r, now)
+
+    def _paced_event(self, r: Request) -> None:
+        """A paced attempt's turn: get a stream (as :meth:`_send_event` does)."""
+        self._transmit(r, self.env._now)
+
+    def _transmit(self, r: Request, now: float) -> None:
+        """Get a stream and travel rtt/2; or wait in the pool's queue, or fail with 430."""
         pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
         start, conn = pool.acquire(now)
         if start >= 0.0:
             r.conn, r.wait = conn, start - now
             r.callbacks = self._to_arrive
             heappush(self._queue, (now + (start - now + r.half_rtt), NORMAL, next(self._eid), r))
-        else:
-            self._transmit(r, now, pool, start)
-
-    def _paced_event(self, r: Request) -> None:
-        """A paced attempt's turn: get a stream (as :meth:`_send_event` does)."""
-        now = self.env._now
-        pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
-        start, conn = pool.acquire(now)
-        if start >= 0.0:
-            r.conn, r.wait = conn, start - now
-            r.callbacks = self._to_arrive
-            self._schedule(r, NORMAL, start - now + r.half_rtt)
-        else:
-            self._transmit(r, now, pool, start)
-
-    def _transmit(self, r: Request, now: float, pool: ClientPool, start: float) -> None:
-        """No stream at once: wait in the pool's queue, or fail with 430."""
-        if start == QUEUED:
+        elif start == QUEUED:
             pool.enqueue(r, now)
         else:
             assert start == REFUSED

@@ -67,7 +67,10 @@ class RowFormat:
 
     def columns_of(self, buf: bytes | bytearray) -> dict[str, np.ndarray]:
         """The rows in ``buf`` as contiguous, native-typed columns."""
-        rows = np.frombuffer(buf, dtype=self.dtype)
+        # From an immutable copy: a view of a bytearray exports its buffer until the view
+        # dies, and a frame kept alive elsewhere (a sampling profiler, as Dask's workers
+        # run, or a traceback) would keep it -- and the caller's in-place clear would fail.
+        rows = np.frombuffer(bytes(buf), dtype=self.dtype)
         return {name: rows[name].astype(dt) for name, dt in self.columns}
 
 
@@ -143,20 +146,20 @@ class Recorder:
         self._handshakes = tuple([] for _ in self._handshakes)
 
     def _flush_attempts(self) -> None:
-        if not self.attempt_buf:
-            return
-        chunk = ATTEMPT_ROW.columns_of(self.attempt_buf)
-        del self.attempt_buf[:]  # in place: the engine holds this buffer
-        if self._on_chunk is not None:
-            self._on_chunk(chunk)
-        self.attempt_sink.write(chunk)
+        self._flush(self.attempt_buf, ATTEMPT_ROW, self.attempt_sink, self._on_chunk)
 
     def _flush_requests(self) -> None:
-        if not self.request_buf:
+        self._flush(self.request_buf, REQUEST_ROW, self.request_sink, None)
+
+    @staticmethod
+    def _flush(buf: bytearray, fmt: RowFormat, sink, on_chunk) -> None:
+        if not buf:
             return
-        chunk = REQUEST_ROW.columns_of(self.request_buf)
-        del self.request_buf[:]
-        self.request_sink.write(chunk)
+        chunk = fmt.columns_of(buf)
+        del buf[:]  # in place: the engine holds this buffer
+        if on_chunk is not None:
+            on_chunk(chunk)
+        sink.write(chunk)
 
     def close(self, handshake_rid: int = 0) -> None:
         """Flush what is buffered and close the sinks; handshake rows are numbered from
