@@ -24,10 +24,16 @@ import os
 import statistics
 import time
 
+import numpy as np
 import simpy
 from simpy.events import NORMAL, Event
 
-from sim.model.engine import TierRun
+from sim.model import recorder as rc
+from sim.model.engine import Request, TierRun
+from sim.model.environment import Environment
+from sim.model.transport import ClientPool
+from sim.policy.connections import AccountConnections
+from sim.policy.limiter import CULimiter
 from sim.policy.resolved import load
 from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
@@ -94,6 +100,54 @@ def events_floor(times: list[float], hops: int = 3) -> float:
     return time.process_time() - start
 
 
+def _per_call(fn, n: int) -> float:
+    """CPU microseconds per call of ``fn(i)`` over ``i = 0 .. n-1``, less the cost of the
+    loop and of calling an empty function."""
+    def cpu(f) -> float:
+        start = time.process_time()
+        for i in range(n):
+            f(i)
+        return time.process_time() - start
+
+    return max(0.0, cpu(fn) - cpu(lambda i: None)) / n * 1e6
+
+
+def least_work(n: int = 200_000) -> dict[str, float]:
+    """CPU microseconds per admitted attempt of what the model cannot leave out, each
+    piece measured alone on the real classes: the request's record (one object), the
+    limiter's reserve and settle, a stream taken from and given back to an HTTP/2
+    connection, the attempt and request rows; the three events are the floor's."""
+    lim = CULimiter(1e18)
+    pool = ClientPool(AccountConnections(), "h", Environment(), rtt_s=0.05, max_streams=32,
+                      max_connections=8, connect_rtts=1.0, idle_timeout_s=1e9, reuse=True,
+                      on_ready=None)
+    rec = rc.Recorder(chunk_rows=1 << 40)  # never flushes: packing alone
+    abuf, qbuf, apack, qpack = rec.attempt_buf, rec.request_buf, rc.ATTEMPT_ROW.pack, \
+        rc.REQUEST_ROW.pack
+    nan = float("nan")
+
+    def request(i):
+        Request(i, 0, 1, 0, 0, 20.0, 18.0, 0.01, i * 1e-3, 0.025)
+
+    def limiter(i):
+        now = i * 1e-3
+        lim.settle(now + 0.01, lim.reserve(now, 20.0, 18.0), 20.0, 18.0)
+
+    def stream(i):
+        now = i * 1e-3
+        _, conn = pool.acquire(now)
+        conn.release_at(now + 0.002)
+
+    def rows(i):
+        nonlocal abuf, qbuf
+        abuf += apack(i, 1, 0, 1, 0, 0, 0.5, 0.55, 0, 20.0, 18.0, nan, False, 0.0)
+        qbuf += qpack(i, 0, 1, 0.5, 0.55, 0, 1)
+
+    return {name: _per_call(fn, n) for name, fn in
+            (("request object", request), ("limiter reserve + settle", limiter),
+             ("HTTP/2 stream acquire + release", stream), ("attempt + request rows", rows))}
+
+
 def model(plan, tier) -> tuple[float, int, int]:
     """CPU seconds of the full model on ``tier``, its attempt count and the number of
     SimPy events it scheduled."""
@@ -128,6 +182,9 @@ def main() -> None:
     parser.add_argument("--tier", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scenario", default=None, help="scenario file (default: built-in)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also the least work per attempt, piece by piece, and the "
+                             "ratio it leaves the model at best")
     args = parser.parse_args()
     plans = {}
     for streams in (True, False):
@@ -135,7 +192,7 @@ def main() -> None:
         loaded = load(args.scenario, overrides)
         plans[streams] = build_plan(loaded)
     tiers = [find_tier(t, loaded.tiers) for t in args.tier] or list(loaded.tiers)
-    times = plans[True].demand.t.tolist()
+    times = np.concatenate([b.t for b in plans[True].demand_blocks()]).tolist()
     load_before = os.getloadavg()
     rows = []
     for _ in range(args.repeat):
@@ -158,6 +215,17 @@ def main() -> None:
           " / attempt)")
     print("per repeat (ratio on / off / floor): " + "; ".join(
         f"{r[4]:.2f} / {r[5]:.2f} / {r[6]:.2f}" for r in rows))
+    if args.breakdown:
+        pieces = least_work()
+        events_us = 1e6 / floor
+        print("least work per admitted attempt (CPU us, each piece alone):")
+        print(f"  {'3 SimPy events (the floor)':34s} {events_us:6.2f}")
+        for name, us in pieces.items():
+            print(f"  {name:34s} {us:6.2f}")
+        least = events_us + sum(pieces.values())
+        print(f"  {'sum':34s} {least:6.2f}   bare loop: {1e6 / bare:.2f} us / request")
+        print(f"best ratio a model doing only this could reach: {1e6 / least / bare:.2f}"
+              f"   (the model, no streams: {1e6 / off:.2f} us / attempt)")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ the figures are medians: wall time, CPU time (user + system of the child) and th
 of the wall time to ``python -c pass`` and to ``python -c "import pydantic"`` measured in
 the same run. The commands are ``capsim --help``, ``capsim run --help``, ``capsim
 tiers`` and ``capsim validate`` of the built-in scenario and of each ``workloads/*.toml``
-(the console script beside this interpreter, else ``python -m sim.cli``). A last
-section times, in this process, what ``validate`` does after its imports: loading the
-scenario and the run-size guard's estimate.
+(the console script beside this interpreter, else ``python -m sim.cli``). Then, in fresh
+processes, where ``validate``'s imports spend their CPU, stage by stage (click, pydantic
+with its first model, the scenario's sub-models, the scenario model, the loader with
+pricing and tiers). A last section times, in this process, what ``validate`` does after
+its imports: loading the scenario and the run-size guard's estimate.
 
 A fresh install has compiled bytecode; with ``PYTHONDONTWRITEBYTECODE`` set every run
 would compile capsim's sources again, so the children run without it (the warm-up run
@@ -68,6 +70,38 @@ def once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
+
+
+STAGES = """
+import time
+clock = time.process_time
+marks = [clock()]
+import click
+marks.append(clock())
+from pydantic import BaseModel
+class _First(BaseModel):
+    x: int
+marks.append(clock())
+import sim.config.distributions, sim.config.websockets, sim.config.arrivals, sim.config.check
+marks.append(clock())
+import sim.config.scenario
+marks.append(clock())
+import sim.policy.selection, sim.workload.size_estimate
+marks.append(clock())
+print(" ".join(repr(b - a) for a, b in zip(marks, marks[1:])))
+"""
+STAGE_NAMES = ("click", "pydantic and its first model", "config sub-models (~40)",
+               "the scenario model", "loader, pricing, tiers, size estimate")
+
+
+def stages(repeat: int, env: dict[str, str]) -> None:
+    """CPU of each import stage of ``validate``, in fresh processes (medians)."""
+    runs = [[float(x) for x in subprocess.run(
+        [sys.executable, "-c", STAGES], check=True, capture_output=True, text=True,
+        cwd=ROOT, env=env).stdout.split()] for _ in range(repeat + 1)][1:]
+    print(f"\nvalidate's imports by stage, CPU, median of {repeat} fresh processes:")
+    for i, name in enumerate(STAGE_NAMES):
+        print(f"{name:<40} {1000 * statistics.median(r[i] for r in runs):6.1f} ms")
 
 
 def in_process(repeat: int) -> None:
@@ -136,6 +170,7 @@ def main() -> None:
             cells.append(f"{wall * 1000:5.0f} ms {cpu * 1000:5.0f} ms "
                          f"{wall / floor[t]:6.1f}x {ratio}")
         print(f"{name:<38} " + "   ".join(cells))
+    stages(args.repeat, trees["this tree"][0])
     in_process(args.repeat)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 

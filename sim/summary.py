@@ -32,13 +32,6 @@ so older summaries still read and older readers ignore nothing they knew."""
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    def __getitem__(self, key: str):
-        """A field by its JSON key, so ``summary["tiers"][0]["cu"]["limit"]`` reads too
-        (for scripts written against the JSON; capsim's own readers use attributes)."""
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return getattr(self, key)
-
 
 class LatencyMs(_Frozen):
     """End-to-end latency of successful logical requests, milliseconds (None: none)."""

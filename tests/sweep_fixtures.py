@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SCENARIO = """
-name = "tiny"
-seed = 3
-duration = 120
-tiers = ["Small", "Big"]
+from scenarios import poisson_source, scenario_text
+from scenarios import write_scenario as _write
 
+SCENARIO = scenario_text(name="tiny", duration=120, tiers=["Small", "Big"], top="seed = 3\n",
+                         sources=poisson_source(6.0, name="calls"), tables="""
 [[custom_tiers]]
 name = "Small"
 cu_per_window = 2000
@@ -22,20 +21,12 @@ cu_per_window = 6000
 monthly_usd = 50
 daily_allowance_cu = 1e12
 
-[account]
-keys = ["k"]
-
 [[regions]]
 name = "here"
 rtt_ms = 10
 
 [clients.default]
 retry = { policy = "exponential", max_attempts = 3, base_s = 0.5 }
-
-[[sources]]
-name = "calls"
-key = "k"
-arrival = { process = "poisson", rate = 6.0 }
 
 [slo]
 max_throttle_rate = 0.01
@@ -49,10 +40,9 @@ set = { "clients.default.retry.policy" = "none" }
 [[variants]]
 name = "double traffic"
 set = { load = 2.0 }
-"""
+""")
 
 
 def write_scenario(folder: Path, text: str = SCENARIO) -> Path:
-    path = folder / "tiny.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    """``text`` (default: :data:`SCENARIO`) as ``folder/tiny.toml``."""
+    return _write(folder, text, filename="tiny.toml")

@@ -342,6 +342,35 @@ def test_spikes_replace_the_rate_and_merge():
     assert Spikes(**base).expected_count(100.0) == pytest.approx(100.0)
 
 
+_rate = st.floats(0, 500, allow_nan=False)
+_time = st.floats(0, 400, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=_rate, end=_rate, a=_time, span=st.floats(0.5, 400), duration_s=_time)
+def test_ramp_mean_is_its_rate_profiles_integral(start, end, a, span, duration_s):
+    # expected_count is plain Python (`capsim validate` loads no numpy); the draws follow
+    # rate_profile, so the two must integrate the same rate.
+    spec = Ramp(start_rate=start, end_rate=end, ramp_start_s=a, ramp_end_s=a + span)
+    profile = spec.rate_profile(duration_s, 0.0).integrals().sum()
+    assert spec.expected_count(duration_s) == pytest.approx(profile, rel=1e-12, abs=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=_rate, spike=_rate, width=st.floats(0.5, 60), at=st.lists(_time, max_size=6),
+       duration_s=_time)
+def test_spikes_mean_is_its_rate_profiles_integral(base, spike, width, at, duration_s):
+    spec = Spikes(base_rate=base, spike_rate=spike, spike_duration_s=width, at_s=at)
+    profile = spec.rate_profile(duration_s, 0.0).integrals().sum()
+    assert spec.expected_count(duration_s) == pytest.approx(profile, rel=1e-12, abs=1e-9)
+
+
+def test_spikes_chained_overlaps_merge_into_one():
+    # [0, 5) ∪ [4, 9) ∪ [8, 13) = [0, 13), and a spike at 200 lies past the window.
+    spec = Spikes(base_rate=1.0, spike_rate=3.0, spike_duration_s=5.0, at_s=[8, 0, 4, 200])
+    assert spec.expected_count(100.0) == pytest.approx(87 * 1 + 13 * 3)
+
+
 def test_spike_arrivals_fall_in_the_spike():
     spec = Spikes(base_rate=1.0, spike_rate=101.0, spike_duration_s=10.0, at_s=[30])
     t = arrival_times(spec, stream(4, "test"), 100.0)

@@ -13,6 +13,8 @@ from calib_reference import T0_NS, Hidden, demand, serve, to_canonical
 
 from sim.calibration import calibrate, predict_as_recorded
 from sim.config.scenario import LimiterSettings
+from sim.policy.limiter import CULimiter
+from sim.policy.limiters import LIMITERS
 from sim.policy.pricing import Pricing, default_pricing_table
 from sim.policy.tiers import find_tier
 
@@ -58,6 +60,28 @@ def test_replay_with_the_hidden_truth_predicts_every_decision(recorded_with_cu):
     pred = predict_as_recorded(path, TIER, Pricing.model_validate(table),
                                LimiterSettings(alignment="utc", phase_s=hidden.phase_s))
     assert pred.n_compared > 1000 and pred.agreement == 1.0
+
+
+def test_replay_uses_the_limiter_kind_the_settings_name(recorded_with_cu, monkeypatch):
+    """``[limiter] kind`` reaches the replay: a kind registered in LIMITERS (here a
+    limiter with no budget to run out of) is the one the replay asks, so the CU
+    throttles the reference trace is full of are no longer predicted."""
+    hidden, _, path = recorded_with_cu
+    made = []
+
+    def unlimited(budget_cu, settings, **kw):
+        made.append(budget_cu)
+        return CULimiter(float("inf"), alignment=settings.alignment,
+                         refund_to=settings.refund_to, phase_s=settings.phase_s, **kw)
+
+    monkeypatch.setitem(LIMITERS, "unlimited", unlimited)
+    fixed = LimiterSettings(alignment="utc", phase_s=hidden.phase_s)
+    other = LimiterSettings.model_construct(**{**fixed.model_dump(), "kind": "unlimited"})
+    before = predict_as_recorded(path, TIER, pricing(), fixed)
+    after = predict_as_recorded(path, TIER, pricing(), other)
+    assert made == [TIER.cu_per_window]
+    assert (before.predicted == "throttled").sum() > 100
+    assert (after.predicted == "throttled").sum() == 0
 
 
 def test_calibrate_recovers_hidden_prices_and_phase(recorded_with_cu):

@@ -9,6 +9,7 @@ import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from scenarios import scenario_text
 
 from sim.cli import main
 
@@ -112,17 +113,10 @@ def test_validate_ok_and_warns_on_unknown_key(tmp_path):
 
 
 def _scenario(rate="5", key='"k1"', extra="", arrival_key="rate", tiers='["RPC"]'):
-    return f"""name = "t"
-duration = 60
-tiers = {tiers}
-[account]
-keys = ["k1"]
-{extra}
-[[sources]]
-name = "s"
-key = {key}
-arrival = {{ process = "poisson", {arrival_key} = {rate} }}
-"""
+    """A scenario with these TOML texts (not values: a test may write one wrong)."""
+    return scenario_text(tiers=None, top=f"tiers = {tiers}\n", keys=["k1"], tables=f"{extra}\n",
+                         sources=f'[[sources]]\nname = "s"\nkey = {key}\n'
+                                 f'arrival = {{ process = "poisson", {arrival_key} = {rate} }}\n')
 
 
 @pytest.mark.parametrize("text, field, expected", [

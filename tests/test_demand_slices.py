@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_replay_model import _trace
+from whole_demand import whole_demand
 
 from sim.config.arrivals import (
     BlockSync,
@@ -117,4 +118,4 @@ def test_a_trace_source_is_handed_out_by_slices_too(tmp_path):
     }
     plan = build_plan(validate(raw, "test"))
     _assert_same_demand(plan, 60.0)
-    assert int((plan.demand.source == 0).sum()) == len(df)
+    assert int((whole_demand(plan).source == 0).sum()) == len(df)

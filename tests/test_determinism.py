@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 import numpy as np
 import pytest
+from whole_demand import whole_demand
 
 from sim import runner
 from sim.model.engine import TierResult, TierRun
@@ -78,14 +79,14 @@ def test_the_runs_exercise_what_could_make_them_differ():
     a = res.attempts
     assert np.any(a["attempt"] > 1)
     plan = build_plan(load(None, SHORT))
-    assert np.any(a["request_id"] >= len(plan.demand))  # closed-loop requests
+    assert np.any(a["request_id"] >= len(whole_demand(plan)))  # closed-loop requests
 
 
 def test_different_seeds_give_different_demand_and_attempts():
     base = load(None, SHORT)
     other = load(None, [*SHORT, "seed=12345"])
     assert base.scenario.seed != other.scenario.seed
-    d1, d2 = build_plan(base).demand, build_plan(other).demand
+    d1, d2 = whole_demand(build_plan(base)), whole_demand(build_plan(other))
     assert len(d1) != len(d2) or not np.array_equal(d1.t, d2.t)
     r1, r2 = run_tier(base, "RPC"), run_tier(other, "RPC")
     assert not np.array_equal(r1.attempts["t_send"], r2.attempts["t_send"])
@@ -101,8 +102,8 @@ def test_open_loop_demand_does_not_depend_on_the_tier_list():
     assert [len(p.loaded.tiers) for p in plans] == [9, 1, 2]
     for plan in plans[1:]:
         for col in DEMAND_COLUMNS:
-            np.testing.assert_array_equal(getattr(plans[0].demand, col),
-                                          getattr(plan.demand, col), err_msg=col)
+            np.testing.assert_array_equal(getattr(whole_demand(plans[0]), col),
+                                          getattr(whole_demand(plan), col), err_msg=col)
         assert plan.tables.methods == plans[0].tables.methods
         assert plan.tables.sources == plans[0].tables.sources
         # closed-loop workers draw the same k-th request on every plan
@@ -117,27 +118,29 @@ def test_open_loop_demand_does_not_depend_on_the_tier_list():
 def test_every_tier_replays_the_same_open_loop_demand():
     loaded = load(None, SHORT)
     plan = build_plan(loaded)
-    n = len(plan.demand)
+    d = whole_demand(plan)
+    n = len(d)
     for tier in loaded.tiers:
         a = TierRun(plan, tier).run().attempts
         first = (a["attempt"] == 1) & (a["request_id"] < n)
         rid = a["request_id"][first]
         # every open-loop request was sent exactly once as a first attempt, when drawn
         assert np.array_equal(np.sort(rid), np.arange(n)), tier.name
-        np.testing.assert_array_equal(a["t_send"][first], plan.demand.t[rid])
-        np.testing.assert_array_equal(a["method"][first], plan.demand.method[rid])
-        np.testing.assert_array_equal(a["source"][first], plan.demand.source[rid])
+        np.testing.assert_array_equal(a["t_send"][first], d.t[rid])
+        np.testing.assert_array_equal(a["method"][first], d.method[rid])
+        np.testing.assert_array_equal(a["source"][first], d.source[rid])
 
 
 def test_running_other_tiers_first_on_the_same_plan_changes_nothing():
     """A plan is shared by the tiers of a run: running one must not alter it."""
     loaded = load(None, SHORT)
     shared = build_plan(loaded)
-    before = {col: getattr(shared.demand, col).copy() for col in DEMAND_COLUMNS}
+    before = whole_demand(shared)
     for name in ("Streams", "All 3 APIs"):
         TierRun(shared, find_tier(name)).run()
+    after = whole_demand(shared)
     for col in DEMAND_COLUMNS:
-        np.testing.assert_array_equal(before[col], getattr(shared.demand, col), err_msg=col)
+        np.testing.assert_array_equal(getattr(before, col), getattr(after, col), err_msg=col)
     after_others = TierRun(shared, find_tier("RPC")).run()
     alone = run_tier(loaded, "RPC")
     assert same_columns(after_others.attempts, alone.attempts) == []

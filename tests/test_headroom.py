@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import pytest
 from click.testing import CliRunner
+from scenarios import write_scenario
 
 from sim.cli import main
 from sim.jobs.headroom import find_headroom
@@ -26,25 +27,17 @@ C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
 
 def scenario(tmp_path, *, rate, limit, allowance=1e12, duration=120, slo_failure=1.0,
              slo_throttle=0.0, service_s=0.0):
-    text = f"""
-name = "headroom"
-duration = {duration}
-tiers = ["Mine"]
+    return write_scenario(tmp_path, filename="headroom.toml", name="headroom",
+                          duration=duration, tiers=["Mine"], tables=f"""
 [[custom_tiers]]
 name = "Mine"
 cu_per_window = {limit}
 daily_allowance_cu = {allowance}
-[account]
-keys = ["k"]
 [[regions]]
 name = "here"
 rtt_ms = 0
 [clients.default]
 retry = {{ policy = "none" }}
-[[sources]]
-name = "calls"
-key = "k"
-arrival = {{ process = "constant", rate = {rate} }}
 [methods.svc_call]
 api = "rpc"
 service_time = {{ dist = "constant", value = {service_s} }}
@@ -52,10 +45,11 @@ service_time = {{ dist = "constant", value = {service_s} }}
 max_throttle_rate = {slo_throttle}
 max_failure_rate = {slo_failure}
 p99_latency_ms = 1e9
-"""
-    path = tmp_path / "headroom.toml"
-    path.write_text(text)
-    return path
+""", sources=f"""[[sources]]
+name = "calls"
+key = "k"
+arrival = {{ process = "constant", rate = {rate} }}
+""")
 
 
 def closed_form(rate: str, limit: int) -> Fraction:

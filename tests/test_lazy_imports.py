@@ -69,19 +69,13 @@ def test_tiers_loads_no_scenario_model_and_no_numpy():
                          *SUBCOMMANDS)) == []
 
 
-# Scenarios whose size estimate integrates a piecewise rate profile (ramp, spikes) with
-# numpy; every other process has a closed form in plain Python.
-NEEDS_NUMPY = {"mixed-bundle"}
-
-
 @pytest.mark.parametrize("scenario", [DEFAULT, *sorted(WORKLOADS.glob("*.toml"))],
                          ids=lambda p: p.stem)
 def test_validate_loads_no_simulator_table_plot_or_subcommand(scenario):
     mods = modules_after("validate", str(scenario))
     assert "sim.workload.size_estimate" in mods  # the run-size guard did run
-    numpy = () if scenario.stem in NEEDS_NUMPY else ("numpy",)
-    assert loaded(mods, (*HEAVY, *SUBCOMMANDS, *numpy, "sim.summary", "sim.policy.retry",
-                         "sim.policy.limiter")) == []
+    assert loaded(mods, (*HEAVY, *SUBCOMMANDS, "numpy", "sim.summary", "sim.policy.retry",
+                         "sim.policy.limiter", "difflib")) == []
 
 
 @pytest.mark.parametrize(("module", "absent"), [

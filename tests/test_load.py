@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_arrivals import assert_count_moments
+from whole_demand import whole_demand
 
 import sim
 from sim.config.arrivals import ARRIVAL_ADAPTER
@@ -63,20 +64,21 @@ def test_load_two_doubles_offered_open_loop_demand():
     """Poisson-type sources: N(load 2) ~ Poisson-like with mean 2 E1; the on/off
     process is overdispersed, so its own closed-form variance sets its tolerance."""
     plan = build_plan(validate(raw_scenario(2.0), "t"))
+    source = whole_demand(plan).source
     for i, spec in enumerate(POISSON_LIKE):
         base = ARRIVAL_ADAPTER.validate_python(spec)
         mean = 2 * base.expected_count(DURATION)
         var = mean if spec["process"] != "onoff" else \
             scale_arrival(base, 2.0).count_variance(DURATION)
-        n = int(np.sum(plan.demand.source == i))
+        n = int(np.sum(source == i))
         assert abs(n - mean) <= Z * math.sqrt(var), (spec["process"], n, mean)
     # Constant rate: exactly ceil(2 * 0.7 * T) arrivals, by the grid rule.
     steady = plan.tables.sources.index("steady")
-    assert int(np.sum(plan.demand.source == steady)) == math.ceil(1.4 * DURATION)
+    assert int(np.sum(source == steady)) == math.ceil(1.4 * DURATION)
     # Block: 3 per slot doubles to exactly 6 per slot; 300 slots in the hour (jitter 2 s
     # keeps all but the boundary slot's tail inside).
     blocks = plan.tables.sources.index("blocks")
-    n_blocks = int(np.sum(plan.demand.source == blocks))
+    n_blocks = int(np.sum(source == blocks))
     slots = DURATION / 12
     assert 6 * (slots - 1) <= n_blocks <= 6 * slots
     # Closed loop: six workers become twelve.
@@ -93,7 +95,7 @@ def test_load_scales_the_total_over_many_seeds():
         raw["sources"] = [s for s in raw["sources"] if s["name"].startswith("s")
                           and s["arrival"]["process"] != "onoff"]
         plan = build_plan(validate(raw, "t"))
-        total += len(plan.demand)
+        total += len(whole_demand(plan))
         for s in raw["sources"]:
             m = 2 * ARRIVAL_ADAPTER.validate_python(s["arrival"]).expected_count(DURATION)
             expected += m

@@ -31,6 +31,7 @@ import tomllib
 
 import numpy as np
 import pytest
+from whole_demand import whole_demand
 
 from sim.config.loader import apply_override, builtin_scenario_text
 from sim.model import recorder as rc
@@ -124,7 +125,7 @@ def literal_default():
 
 def billed_arrivals_per_window(plan: Plan, res: TierResult) -> np.ndarray:
     """Billed open-loop requests the tier lets through, by epoch window of arrival."""
-    d, tab, a = plan.demand, plan.tables, res.attempts
+    d, tab, a = whole_demand(plan), plan.tables, res.attempts
     in_tier = np.array([res.tier.includes(APIS[m]) for m in tab.method_api])
     rid = a["request_id"]
     keep = (rid < len(d)) & (d.reserve[rid % len(d)] > 0) & in_tier[a["method"]] \
@@ -136,8 +137,8 @@ def billed_arrivals_per_window(plan: Plan, res: TierResult) -> np.ndarray:
 def open_loop_waits(plan: Plan, res: TierResult) -> np.ndarray:
     """Each open-loop request's wait for a stream (one attempt each: retries are off)."""
     a = res.attempts
-    mine = a["request_id"] < len(plan.demand)
-    waits = np.full(len(plan.demand), np.nan)
+    mine = a["request_id"] < plan.open_count
+    waits = np.full(plan.open_count, np.nan)
     waits[a["request_id"][mine]] = a["stream_wait_s"][mine]
     return waits
 
@@ -151,9 +152,10 @@ def test_uniform_variant_really_is_uniform(uniform):
     assert names[2:4] == ["indexer", "searcher"], "UNIFORM's overrides address these"
     assert loaded.scenario.sources[2].workers is not None
     assert not getattr(loaded.scenario, "streams", ())
-    billed = plan.demand.reserve[plan.demand.reserve > 0]
+    d = whole_demand(plan)
+    billed = d.reserve[d.reserve > 0]
     assert billed.size > 1000 and np.all(billed == CALL_CU)
-    np.testing.assert_array_equal(plan.demand.actual, plan.demand.reserve)
+    np.testing.assert_array_equal(d.actual, d.reserve)
     assert throttled(results["RPC"]) > 0 and throttled(results["RPC + Search"]) > 0
     reference = open_loop_waits(plan, results["Streams"])
     assert not np.isnan(reference).any()
@@ -201,7 +203,7 @@ def test_successes_nest_and_keep_their_latency_with_uniform_costs(uniform):
     Note what does NOT follow: the p99 over the (bigger) set of successes may go up.
     """
     loaded, plan, results = uniform
-    n_open = len(plan.demand)
+    n_open = plan.open_count
     for small, big in bigger_pairs(loaded):
         rs, rb = results[small.name].requests, results[big.name].requests
         ok_s = rs["request_id"][(rs["outcome"] == rc.OK) & (rs["request_id"] < n_open)]
@@ -212,7 +214,7 @@ def test_successes_nest_and_keep_their_latency_with_uniform_costs(uniform):
         lat_b = dict(zip(rb["request_id"].tolist(), (rb["t_end"] - rb["t_first"]).tolist(),
                          strict=True))
         assert all(lat_s[i] == lat_b[i] for i in ok_s.tolist())
-    d, tab = plan.demand, plan.tables
+    d, tab = whole_demand(plan), plan.tables
     r = results["Advanced bundle"].requests
     open_ok = (r["outcome"] == rc.OK) & (r["request_id"] < n_open)
     rid = r["request_id"][open_ok]
@@ -389,8 +391,8 @@ def test_duplicating_every_arrival_never_lowers_the_throttle_rate():
     """
     plan1, once = run_all(doubled_pair(1))
     plan2, twice = run_all(doubled_pair(2))
-    np.testing.assert_array_equal(np.repeat(plan1.demand.t, 2), plan2.demand.t)
-    assert set(np.unique(plan2.demand.reserve)) == {CALL_CU}
+    np.testing.assert_array_equal(np.repeat(whole_demand(plan1).t, 2), whole_demand(plan2).t)
+    assert set(np.unique(whole_demand(plan2).reserve)) == {CALL_CU}
     rates = []
     for name in once:
         r1 = throttled(once[name]) / len(once[name].attempts["outcome"])
@@ -416,7 +418,7 @@ def test_adding_a_source_keeps_the_others_arrivals_and_never_lowers_throttles(un
                            "arrival": {"process": "poisson", "rate": 6.0}})
     bigger = validate(raw, "test")
     plan2, results2 = run_all(bigger)
-    d1, d2 = plan.demand, plan2.demand
+    d1, d2 = whole_demand(plan), whole_demand(plan2)
     old = d2.source < len(plan.tables.sources)
     for col in ("t", "source", "method", "key", "region", "items", "reserve", "actual",
                 "service_s"):

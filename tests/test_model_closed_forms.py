@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from whole_demand import whole_demand
 
 from sim.model import recorder as rc
 from sim.model.engine import TierResult, TierRun
@@ -158,7 +159,7 @@ def test_first_hit_windows_also_admit_floor_budget_over_cost(tier_name):
     plan, results = run(loaded)
     a, ws = results[tier_name].attempts, results[tier_name].windows
     admit = int(budget) // SVC_CALL_CU
-    t = plan.demand.t
+    t = whole_demand(plan).t
     starts = ws.start_s
     assert starts[0] == t[0]  # the first billed request opens the first window
     for prev, start in zip(starts, starts[1:], strict=False):
@@ -197,7 +198,7 @@ def test_sizing_at_the_gas_cap_settles_exactly_what_it_reserved(items):
     res = results["Search"]
     a = res.attempts
     assert len(a["outcome"]) == 240 and np.all(a["outcome"] == rc.OK)
-    n_items = plan.demand.items[a["request_id"]]
+    n_items = whole_demand(plan).items[a["request_id"]]
     if items["dist"] == "constant":
         assert np.all(n_items == 3)
     np.testing.assert_array_equal(a["cu_settled"], a["cu_reserved"])
@@ -218,7 +219,7 @@ def test_sizing_below_the_cap_settles_base_plus_gas_used():
     plan, results = run(loaded)
     a = results["Advanced bundle"].attempts
     assert np.all(a["outcome"] == rc.OK)
-    n_items = plan.demand.items[a["request_id"]]
+    n_items = whole_demand(plan).items[a["request_id"]]
     np.testing.assert_allclose(a["cu_reserved"], n_items * reserve_item, rtol=1e-12)
     np.testing.assert_allclose(a["cu_settled"], n_items * settle_item, rtol=1e-12)
     ws = results["Advanced bundle"].windows
@@ -245,17 +246,17 @@ def test_workload_well_under_budget_throttles_nothing():
                        "clients": clients, "sources": sources}, "test")
     plan, results = run(loaded)
     res = results["RPC + Search"]
-    a, r = res.attempts, res.requests
-    assert len(plan.demand) > 500
+    a, r, d = res.attempts, res.requests, whole_demand(plan)
+    assert len(d) > 500
     assert np.all(a["outcome"] == rc.OK)
-    assert len(a["outcome"]) == len(plan.demand) and np.all(r["attempts"] == 1)
+    assert len(a["outcome"]) == len(d) and np.all(r["attempts"] == 1)
     assert sum(res.windows.throttled) == 0
     # Admitted CU per window = min(offered, budget) = offered: every request's reservation
     # lands in the window of its arrival at the service.
-    np.testing.assert_array_equal(a["t_send"], plan.demand.t[a["request_id"]])
+    np.testing.assert_array_equal(a["t_send"], d.t[a["request_id"]])
     arrival = arrival_at_service(a, 0.030)
     offered = np.bincount(np.floor(arrival / W).astype(int),
-                          weights=plan.demand.reserve[a["request_id"]],
+                          weights=d.reserve[a["request_id"]],
                           minlength=len(res.windows.reserved_cu))
     np.testing.assert_allclose(res.windows.reserved_cu, offered, rtol=1e-12, atol=1e-9)
     assert max(offered) < res.budget_cu / 4
@@ -275,7 +276,7 @@ def test_workload_well_under_budget_throttles_nothing():
     latency = r["t_end"] - r["t_first"]
     order = np.argsort(a["request_id"])
     expected = (a["stream_wait_s"][order] + 0.030
-                + plan.demand.service_s[a["request_id"][order]])
+                + whole_demand(plan).service_s[a["request_id"][order]])
     np.testing.assert_allclose(latency[np.argsort(r["request_id"])], expected, atol=1e-9)
 
 
@@ -301,7 +302,8 @@ def test_pending_block_is_never_throttled_while_svc_call_exhausts_every_window(a
         assert ws.reserved_cu[i] == 4000
         assert ws.throttled[i] > 0
     if alignment == "first-hit":  # an unbilled arrival never opens a window
-        calls_t = plan.demand.t[plan.demand.method == method_index(plan, "svc_call")]
+        d = whole_demand(plan)
+        calls_t = d.t[d.method == method_index(plan, "svc_call")]
         for prev, start in zip(ws.start_s, ws.start_s[1:], strict=False):
             assert start == calls_t[np.searchsorted(calls_t, prev + W)]
 
@@ -459,7 +461,7 @@ def test_reservation_larger_than_the_window_budget_is_oversized_and_not_retried(
                       tiers=["Search"], clients=clients, duration=60.0)
     plan, results = run(loaded)
     a = results["Search"].attempts
-    assert plan.demand.reserve[0] == pytest.approx(items * deep) and items * deep > 6000
+    assert whole_demand(plan).reserve[0] == pytest.approx(items * deep) and items * deep > 6000
     assert np.all(a["outcome"] == rc.OVERSIZED)
     assert np.all(results["Search"].requests["attempts"] == 1)  # no window could admit it
     assert np.all(a["cu_reserved"] == 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -57,16 +59,16 @@ def test_parquet_sink_writes_one_row_group_per_chunk_and_reads_back(tmp_path):
     assert [c["request_id"].tolist() for c in chunks] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 
 
-def test_appends_bound_once_keep_working_across_flushes():
-    # The engine binds the column appends once and calls flush() when a chunk is full:
-    # the lists are emptied in place, so rows after a flush land in the next chunk.
+def test_buffers_bound_once_keep_working_across_flushes():
+    # The engine binds the row buffers once, packs into them and calls flush() when a
+    # chunk is full: the buffers are emptied in place, so rows after a flush land in the
+    # next chunk.
     seen = []
     rec = rc.Recorder(on_chunk=lambda c: seen.append(c["request_id"].tolist()), chunk_rows=3)
-    appends, rows = rec.attempt_appends, rec.attempt_cols[0]
+    buf, pack = rec.attempt_buf, rc.ATTEMPT_ROW.pack
     for row in _rows(7):
-        for append, value in zip(appends, row, strict=True):
-            append(value)
-        if len(rows) >= rec.chunk_rows:
+        buf += pack(*row)
+        if len(buf) >= rec.attempt_chunk_bytes:
             rec.flush()
     rec.close()
     assert seen == [[0, 1, 2], [3, 4, 5], [6]]
@@ -79,12 +81,49 @@ def test_appends_bound_once_keep_working_across_flushes():
 def test_flush_hands_on_only_a_full_table():
     rec = rc.Recorder(chunk_rows=2)
     for row in _rows(2):
-        for append, value in zip(rec.attempt_appends, row, strict=True):
-            append(value)
-    rec.request_appends[0](0)  # a partial request row: not flushed yet
+        rec.attempt_buf += rc.ATTEMPT_ROW.pack(*row)
+    rec.request_buf += rc.REQUEST_ROW.pack(0, 1, 2, 0.5, 0.75, 0, 1)  # one of two rows
     rec.flush()
-    assert len(rec.attempt_cols[0]) == 0 and len(rec.request_cols[0]) == 1
+    assert len(rec.attempt_buf) == 0 and len(rec.request_buf) == rc.REQUEST_ROW.size
     assert len(rec.attempt_sink.read()["request_id"]) == 2
+    assert len(rec.request_sink.read()["request_id"]) == 0
+
+
+def test_a_flush_survives_a_profiler_keeping_the_converting_frame():
+    # Dask's workers sample their threads' stacks: a frame kept past its return keeps
+    # its locals. A view of the row buffer among them made the next in-place clear
+    # fail (BufferError) in a sweep on a LocalCluster.
+    kept = []
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "columns_of":
+            kept.append(frame)
+
+    rec = rc.Recorder(chunk_rows=2)
+    sys.settrace(tracer)
+    try:
+        for row in _rows(5):
+            rec.attempt(*row)
+        rec.close()
+    finally:
+        sys.settrace(None)
+    assert len(kept) == 3  # 2 + 2 + 1 rows: every conversion was watched
+    got = rec.attempt_sink.read()
+    np.testing.assert_array_equal(got["request_id"], np.arange(5))
+
+
+@pytest.mark.parametrize("fmt", [rc.ATTEMPT_ROW, rc.REQUEST_ROW])
+def test_packed_rows_come_back_exact_at_the_edges_of_their_types(fmt):
+    # Each column's extremes (and NaN, signed zero, subnormals) survive the packing.
+    edges = {np.int64: [-(2 ** 63), 2 ** 63 - 1, 0], np.int16: [-32768, 32767, 0],
+             np.int8: [-128, 127, 0], np.bool_: [True, False, True],
+             np.float64: [np.nan, -0.0, 5e-324]}
+    rows = list(zip(*(edges[dt] for _, dt in fmt.columns), strict=True))
+    got = fmt.columns_of(b"".join(fmt.pack(*row) for row in rows))
+    for i, (name, dt) in enumerate(fmt.columns):
+        want = np.array([row[i] for row in rows], dtype=dt)
+        assert got[name].dtype == np.dtype(dt) and got[name].flags.c_contiguous, name
+        assert got[name].tobytes() == want.tobytes(), name  # bit for bit (NaN, -0.0)
 
 
 def test_minute_of_puts_edges_where_histogram_does():

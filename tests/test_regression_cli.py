@@ -14,23 +14,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
+from scenarios import poisson_source, scenario_text
 
 from sim.cli import main
 from sim.regression.catalogue import METRIC_NAMES
 
-SCENARIO = """
-name = "gate"
-seed = 3
-duration = 300
-tiers = ["RPC", "RPC + Search"]
-[account]
-keys = ["k"]
-[[sources]]
-name = "s"
-key = "k"
-arrival = { process = "poisson", rate = 10 }
-mix = { svc_call = 1.0 }
-"""
+SCENARIO = scenario_text(name="gate", top="seed = 3\n", duration=300, tiers=["RPC", "RPC + Search"],
+                         sources=poisson_source(10) + "mix = { svc_call = 1.0 }\n")
 
 ZERO = [f"--tolerance={m}=0" for m in METRIC_NAMES]
 

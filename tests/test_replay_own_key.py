@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 from click.testing import CliRunner
+from scenarios import write_scenario
 
 from sim.cli import main
 from sim.redact import pseudonym
@@ -31,21 +32,15 @@ def test_replay_with_the_accounts_own_key(tmp_path):
     done = CliRunner().invoke(main, ["trace", "import", str(SAMPLE), "--format", "csv",
                                      "--out", str(trace)])
     assert done.exit_code == 0, done.output
-    scenario = tmp_path / "own.toml"
-    scenario.write_text(f"""
-name = "own-key"
-duration = "1h"
-tiers = ["Advanced bundle"]
-[account]
-keys = ["{own}"]
-[clients.default]
-retry = {{ policy = "none" }}
-[[sources]]
+    scenario = write_scenario(
+        tmp_path, filename="own.toml", name="own-key", duration="1h",
+        tiers=["Advanced bundle"], keys=[own],
+        tables='[clients.default]\nretry = { policy = "none" }\n', sources=f"""[[sources]]
 name = "recorded"
 key = "{own}"
 trace = "t.parquet"
 replay = {{ drop_recorded_retries = false }}
-""", encoding="utf-8")
+""")
     out = tmp_path / "rep"
     done = CliRunner().invoke(main, ["run", str(scenario), "--out", str(out), "-q"])
     assert done.exit_code == 0, done.output

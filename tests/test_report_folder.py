@@ -19,27 +19,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from scenarios import scenario_text, write_scenario
 
 import sim
 from sim.cli import main
 
-SCENARIO = """name = "tiny"
-duration = 60
-tiers = ["RPC"]
-[account]
-keys = ["k"]
-[[sources]]
-name = "s"
-key = "k"
-arrival = { process = "poisson", rate = 2 }
-"""
+SCENARIO = scenario_text(name="tiny", rate=2)
 
 
 @pytest.fixture
 def scenario(tmp_path) -> Path:
-    path = tmp_path / "tiny.toml"
-    path.write_text(SCENARIO, encoding="utf-8")
-    return path
+    return write_scenario(tmp_path, SCENARIO, filename="tiny.toml")
 
 
 def run(scenario: Path, out: Path | None, *extra, catch=True):

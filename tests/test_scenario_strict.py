@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 from pydantic import BaseModel
 from pydantic.types import Strict
+from scenarios import scenario_text, write_scenario
 
 from sim.cli import main
 from sim.config.scenario import Scenario
@@ -15,16 +16,7 @@ from sim.errors import CapsimError
 from sim.policy.pricing import Pricing
 from sim.policy.resolved import load
 
-BASE = """name = "t"
-duration = 60
-tiers = ["RPC"]
-[account]
-keys = ["k1"]
-[[sources]]
-name = "s"
-key = "k1"
-arrival = { process = "poisson", rate = 5 }
-"""
+BASE = scenario_text(keys=["k1"], rate=5)
 FIELDS = ["sources[0].arrival.rate", "duration", "methods.svc_call.service_time.median",
           "pricing.rpc.default_method_cu", "slo.p99_latency_ms", "sources[0].replay.speed"]
 
@@ -45,9 +37,7 @@ def _write(tmp_path, path_key, bad):
     else:
         table = path_key.rsplit(".", 1)[0]
         text += f"\n[{table}]\n{key} = {bad}\n"
-    path = tmp_path / "s.toml"
-    path.write_text(text)
-    return path
+    return write_scenario(tmp_path, text)
 
 
 @pytest.mark.parametrize("bad, expected", [
@@ -77,9 +67,9 @@ def test_the_same_fields_accept_numbers(tmp_path, path_key):
     ({"max_connections": 2.0}, "clients.default.http.max_connections"),
 ])
 def test_integers_and_booleans_are_strict_too(tmp_path, raw, field):
-    path = tmp_path / "s.toml"
     key, value = next(iter(raw.items()))
-    path.write_text(BASE + f"\n[clients.default.http]\n{key} = {str(value).lower()}\n")
+    path = write_scenario(tmp_path,
+                          BASE + f"\n[clients.default.http]\n{key} = {str(value).lower()}\n")
     with pytest.raises(CapsimError) as err:
         load(path)
     assert err.value.field == field, err.value.render()

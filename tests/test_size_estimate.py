@@ -6,6 +6,7 @@ import math
 
 import pytest
 from click.testing import CliRunner
+from scenarios import poisson_source, scenario_text, write_scenario
 
 from sim import runner
 from sim.cli import main
@@ -15,15 +16,8 @@ from sim.policy.tiers import find_tier
 from sim.workload import demand, size_estimate
 from sim.workload.size_estimate import SAFETY_FRACTION, check, estimate
 
-BIG = """name = "big"
-duration = "1h"
-[account]
-keys = ["k1"]
-[[sources]]
-name = "a"
-key = "k1"
-arrival = { process = "poisson", rate = 1e5 }
-"""
+BIG = scenario_text(name="big", duration="1h", tiers=None, keys=["k1"],
+                    sources=poisson_source("1e5", name="a", key="k1"))
 GIB = 2**30
 
 
@@ -41,8 +35,7 @@ def test_a_run_too_large_for_the_machine_stops_before_drawing(tmp_path, monkeypa
                                                                shown, command):
     monkeypatch.setattr(size_estimate, "available_memory_bytes", lambda: 16 * GIB)
     _never_draw(monkeypatch)
-    path = tmp_path / "big.toml"
-    path.write_text(BIG)
+    path = write_scenario(tmp_path, BIG, filename="big.toml")
     out = tmp_path / "out"
     args = [command, str(path), "--set", f"sources[0].arrival.rate={rate}"]
     if command == "run":
@@ -59,8 +52,7 @@ def test_a_run_too_large_for_the_machine_stops_before_drawing(tmp_path, monkeypa
 
 
 def test_a_billion_per_second_is_refused_on_any_machine(tmp_path):
-    path = tmp_path / "big.toml"
-    path.write_text(BIG.replace("1e5", "1e9"))
+    path = write_scenario(tmp_path, BIG.replace("1e5", "1e9"), filename="big.toml")
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 2 and "run too large for this machine" in result.output
 

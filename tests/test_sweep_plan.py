@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from scenarios import scenario_text
 from sweep_fixtures import write_scenario
 
 import sim
@@ -97,8 +98,7 @@ def test_fingerprint_changes_with_what_the_sweep_is(tmp_path):
 
 
 def test_bad_variant_in_the_scenario_is_refused(tmp_path):
-    text = 'name = "v"\n[account]\nkeys = ["k"]\n[[sources]]\nname = "s"\nkey = "k"\n' \
-           'arrival = { process = "poisson", rate = 1 }\n[[variants]]\nname = "base"\n' \
-           'set = { load = 2 }\n'
+    text = scenario_text(name="v", duration=None, tiers=None,
+                         tables='[[variants]]\nname = "base"\nset = { load = 2 }\n')
     with pytest.raises(sim.CapsimError, match="variants"):
         plan_sweep(write_scenario(tmp_path, text))

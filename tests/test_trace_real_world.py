@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from scenarios import write_scenario
+from whole_demand import whole_demand
 
 from sim.errors import CapsimError
 from sim.redact import pseudonym
@@ -455,23 +457,14 @@ def _provider_scenario(tmp_path, method_map) -> Path:
     trace = tmp_path / "provider.parquet"
     import_trace(FIXTURES / "provider-chrome.har", trace)
     pairs = ", ".join(f'"{k}" = "{v}"' for k, v in method_map.items())
-    scenario = tmp_path / "move.toml"
-    scenario.write_text(f"""
-name = "move-from-provider"
-duration = 60
-tiers = ["RPC"]
-[account]
-keys = ["k"]
-[[regions]]
-name = "eu"
-rtt_ms = 10
+    return write_scenario(tmp_path, filename="move.toml", name="move-from-provider",
+                          tables='[[regions]]\nname = "eu"\nrtt_ms = 10\n', sources=f"""
 [[sources]]
 name = "provider"
 key = "k"
 trace = "provider.parquet"
 replay = {{ method_map = {{ {pairs} }} }}
 """)
-    return scenario
 
 
 def test_method_map_renames_recorded_methods_before_replay(tmp_path):
@@ -479,7 +472,8 @@ def test_method_map_renames_recorded_methods_before_replay(tmp_path):
     from sim.workload.demand import build_plan
 
     plan = build_plan(load(str(_provider_scenario(tmp_path, METHOD_MAP))))
-    names = Counter(plan.tables.methods[m] for m in plan.demand.method)
+    d = whole_demand(plan)
+    names = Counter(plan.tables.methods[m] for m in d.method)
     # the fixture's 7 RPC rows: eth_call 3, eth_blockNumber 3, eth_getLogs 1 (via "*")
     assert names == {"svc_call": 4, "svc_pendingBlock": 3}
     mapped = next(n for n in plan.notes if "mapped by replay.method_map" in n)
@@ -489,7 +483,7 @@ def test_method_map_renames_recorded_methods_before_replay(tmp_path):
     # CU follows the mapped method's price: 3 x svc_pendingBlock + 4 x svc_call
     from sim.policy.pricing import Pricing, default_pricing_table
     rpc = Pricing.model_validate(default_pricing_table()).rpc
-    assert plan.demand.reserve.sum() == pytest.approx(
+    assert d.reserve.sum() == pytest.approx(
         4 * rpc.cost("svc_call") + 3 * rpc.cost("svc_pendingBlock"))
 
 

@@ -10,34 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from crafted_traces import KEY, T0, S, write_trace
 
 from sim.errors import CapsimError
-from sim.traces.canonical import finalize
 from sim.traces.importers import import_trace
-from sim.traces.redaction import KeyRegistry
 from sim.traces.replay import load_replay
-from sim.traces.schema import COLUMNS, TraceWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "workloads" / "traces"
-S = 1_000_000_000
-T0 = 1_714_564_800 * S  # a multiple of 12 s: 2024-05-01T12:00:00Z
-KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"
-
-
-def write_trace(path, rows, chunk_rows=1000):
-    """A canonical trace from row dicts (time in seconds after T0 under ``t``)."""
-    cols = {name: [] for name in COLUMNS}
-    for r in rows:
-        full = {"api": "rpc", "method": "svc_call", "key": KEY, **r}
-        full["time_ns"] = T0 + round(full.pop("t") * S)
-        for name in COLUMNS:
-            cols[name].append(full.get(name))
-    with TraceWriter(path, chunk_rows) as writer:
-        writer.write(finalize(cols, KeyRegistry()))
-        writer.close("test")
-        writer.commit()
-    return path
 
 
 def load(path, **kw):

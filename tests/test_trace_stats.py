@@ -7,32 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from crafted_traces import T0, S, write_trace
 
 from sim.errors import CapsimError
-from sim.traces.canonical import finalize
 from sim.traces.importers import import_trace
-from sim.traces.redaction import KeyRegistry
-from sim.traces.schema import COLUMNS, TraceWriter
 from sim.traces.stats import render_stats, trace_stats
 
 ROOT = Path(__file__).resolve().parent.parent
-S = 1_000_000_000
-T0 = 1_714_564_800 * S  # 2024-05-01T12:00:00Z, a multiple of 12 s
-
-
-def write_trace(path, rows, chunk_rows=1000):
-    cols = {name: [] for name in COLUMNS}
-    for r in rows:
-        full = {"api": "rpc", "method": "svc_call", "key": "3f9a2c71d04e4b8e9a6c15f2b7d08e43",
-                **r}
-        full["time_ns"] = T0 + round(full.pop("t") * S)
-        for name in COLUMNS:
-            cols[name].append(full.get(name))
-    with TraceWriter(path, chunk_rows) as writer:
-        writer.write(finalize(cols, KeyRegistry()))
-        writer.close("crafted")
-        writer.commit()
-    return path
 
 
 # Default pricing: svc_call 20, svc_pendingBlock 0, sizing item base 10 + cap x 1e-5 with

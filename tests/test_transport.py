@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scenarios import scenario_raw
 
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
@@ -15,12 +16,7 @@ def _run(n_at_once: int, *, http: str = "", limits: str = "", clients: int = 1,
          version: str = "2", service_s: float = 1.0, at: list[float] | None = None):
     """``n_at_once`` svc_call requests per source at t=0 (or at ``at``), ``clients`` sources."""
     times = at or [0.0]
-    text = f"""
-name = "t"
-duration = 10
-tiers = ["Advanced bundle"]
-[account]
-keys = ["k"]
+    raw = scenario_raw(duration=10, tiers=["Advanced bundle"], sources="", tables=f"""
 [[regions]]
 name = "r"
 rtt_ms = 0
@@ -31,9 +27,7 @@ http = {{ {http} }}
 [methods.svc_call]
 service_time = {{ dist = "constant", value = {service_s} }}
 {limits}
-"""
-    import tomllib
-    raw = tomllib.loads(text)
+""")
     raw["sources"] = [
         {"name": f"s{c}-{i}", "key": "k", "arrival": {"process": "block", "per_block": n_at_once,
                                                    "slot_s": 100.0, "offset_s": t}}
@@ -91,13 +85,7 @@ def test_http_1_1_gets_421():
 def test_connection_open_costs_round_trips():
     # rtt 0 in _run; here a 100 ms region and connect_rtts = 2: the first request of a
     # new connection waits 200 ms for it, later ones reuse it.
-    import tomllib
-    raw = tomllib.loads("""
-name = "t"
-duration = 5
-tiers = ["RPC"]
-[account]
-keys = ["k"]
+    raw = scenario_raw(duration=5, tables="""
 [[regions]]
 name = "r"
 rtt_ms = 100
@@ -105,6 +93,7 @@ rtt_ms = 100
 http = { connect_rtts = 2.0 }
 [methods.svc_call]
 service_time = { dist = "constant", value = 0.0 }
+""", sources="""
 [[sources]]
 name = "s"
 key = "k"

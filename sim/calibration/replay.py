@@ -2,7 +2,8 @@
 
 Every attempt is replayed at its recorded time, the recorded retries as they were sent
 (the client's real behaviour, not a simulated retry policy), through the policy objects
-themselves (:class:`sim.policy.limiter.CULimiter`; no SimPy):
+themselves (the limiter ``[limiter] kind`` names, :func:`sim.policy.limiters.make_limiter`;
+no SimPy):
 
 * an RPC call reserves its price; a sizing request reserves its items' base plus their
   profiles' gas caps and settles, at its recorded time + latency, to its recorded ``cu``
@@ -33,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from ..config.scenario import LimiterSettings
-from ..policy.limiter import NO_ALLOWANCE, OK, THROTTLED, CULimiter
+from ..policy.limiter import NO_ALLOWANCE, OK, THROTTLED
+from ..policy.limiters import make_limiter
 from ..policy.pricing import Pricing
 from ..policy.tiers import Tier
 from ..vocabulary import WINDOW_S
@@ -133,10 +135,9 @@ def replay(rec: Recorded, reserve: np.ndarray, settle: np.ndarray, account: Acco
     would otherwise shift every later decision of its window.
     """
     n = len(rec)
-    limiter = CULimiter(account.budget_cu, alignment=settings.alignment,
-                        refund_to=settings.refund_to, phase_s=settings.phase_s,
-                        daily_allowance_cu=account.daily_allowance_cu,
-                        day_offset_s=rec.utc_day_offset_s)
+    limiter = make_limiter(account.budget_cu, settings,
+                           daily_allowance_cu=account.daily_allowance_cu,
+                           day_offset_s=rec.utc_day_offset_s)
     out = np.full(n, "", dtype=object)
     skip = (rec.observed == "other") | np.isnan(reserve)
     settles: list[tuple[float, int, object, float, float]] = []

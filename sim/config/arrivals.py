@@ -10,6 +10,7 @@ draws themselves (one realisation of the arrival instants) are
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
 
@@ -22,7 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 # numpy is imported where a rate profile is built, not with the models: `capsim validate`
-# loads these specs and needs only the closed forms of the common processes.
+# loads these specs and needs only the means, in plain Python for every process but a
+# daily profile with hourly weights.
 
 _NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]
@@ -357,6 +359,18 @@ class Ramp(_PoissonLike):
         r = np.interp(knots, [self.ramp_start_s, self.ramp_end_s], [self.start_rate, self.end_rate])
         return RateProfile(knots, r[:-1], r[1:])
 
+    def _mean(self, duration_s, day_offset_s):
+        # The trapezoids of rate_profile, in plain Python: `capsim validate` loads no numpy.
+        a, b = self.ramp_start_s, self.ramp_end_s
+
+        def rate(x):
+            return self.start_rate if x <= a else self.end_rate if x >= b else \
+                self.start_rate + (self.end_rate - self.start_rate) * (x - a) / (b - a)
+
+        knots = [0.0, *(x for x in (a, b) if 0 < x < duration_s), duration_s]
+        return math.fsum(0.5 * (rate(x0) + rate(x1)) * (x1 - x0)
+                         for x0, x1 in itertools.pairwise(knots))
+
 
 class Spikes(_PoissonLike):
     """Poisson arrivals at ``base_rate``; for ``spike_duration_s`` seconds from each time
@@ -384,6 +398,18 @@ class Spikes(_PoissonLike):
         rates = np.full(knots.size - 1, self.base_rate)
         rates[1::2] = self.spike_rate
         return RateProfile(knots, rates, rates)
+
+    def _mean(self, duration_s, day_offset_s):
+        # base_rate everywhere, plus the spike's excess over the union of the spikes
+        # within [0, duration_s): rate_profile's integral without numpy.
+        runs: list[list[float]] = []
+        for start in sorted(self.at_s):
+            if runs and start <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], start + self.spike_duration_s)
+            else:
+                runs.append([start, start + self.spike_duration_s])
+        covered = math.fsum(min(end, duration_s) - min(start, duration_s) for start, end in runs)
+        return self.base_rate * duration_s + (self.spike_rate - self.base_rate) * covered
 
 
 ArrivalProcess = Annotated[

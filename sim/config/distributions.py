@@ -76,12 +76,8 @@ class Exponential(_Dist):
         return self.mean_value**2
 
 
-class Uniform(_Dist):
-    """Uniform on ``[low, high]``."""
-
-    dist: Literal["uniform"] = "uniform"
-    low: FiniteFloat = Field(ge=0)
-    high: FiniteFloat = Field(ge=0)
+class _Range(_Dist):
+    """A distribution on ``[low, high]`` (its subclass declares the two fields' types)."""
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -89,12 +85,20 @@ class Uniform(_Dist):
             raise ValueError("expected high >= low")
         return self
 
-    def sample(self, rng, n):
-        return rng.uniform(self.low, self.high, n)
-
     @property
     def mean(self):
         return (self.low + self.high) / 2
+
+
+class Uniform(_Range):
+    """Uniform on ``[low, high]``."""
+
+    dist: Literal["uniform"] = "uniform"
+    low: FiniteFloat = Field(ge=0)
+    high: FiniteFloat = Field(ge=0)
+
+    def sample(self, rng, n):
+        return rng.uniform(self.low, self.high, n)
 
     @property
     def variance(self):
@@ -141,25 +145,15 @@ class Beta(_Dist):
         return self.a * self.b / (s * s * (s + 1))
 
 
-class IntUniform(_Dist):
+class IntUniform(_Range):
     """Integers uniform on ``low..high`` inclusive; used for item counts."""
 
     dist: Literal["int_uniform"] = "int_uniform"
     low: StrictInt = Field(ge=0)
     high: StrictInt = Field(ge=0)
 
-    @model_validator(mode="after")
-    def _ordered(self):
-        if self.high < self.low:
-            raise ValueError("expected high >= low")
-        return self
-
     def sample(self, rng, n):
         return rng.integers(self.low, self.high + 1, n).astype(float)
-
-    @property
-    def mean(self):
-        return (self.low + self.high) / 2
 
     @property
     def variance(self):

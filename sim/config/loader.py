@@ -9,7 +9,6 @@ the key path (``sources[1].arrival.rate``) and what was expected; unknown keys g
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 import types
@@ -226,6 +225,8 @@ def render_error(err: ValidationError, raw: Any, where: Where, model: type[BaseM
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             allowed = _allowed_keys(model, raw, path[:-1])
+            import difflib  # only for an error: `capsim validate` of a good file skips it
+
             hint = difflib.get_close_matches(str(path[-1]), allowed, n=1, cutoff=0.6)
             msg = f"unknown key {path[-1]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
             if allowed:

@@ -195,7 +195,7 @@ class Driver:
         self.plan = build_plan(loaded)
         self.sources = [_Source(self, i, s) for i, s in enumerate(self.scenario.sources)]
         self._seen_ports: set[int] = set()
-        self._rid = len(self.plan.demand)
+        self._rid = self.plan.open_count  # closed-loop ids follow the open-loop ones
         self._tasks: set[asyncio.Task] = set()
         self.errors: Counter = Counter()
 
@@ -223,16 +223,18 @@ class Driver:
         task.add_done_callback(self._tasks.discard)
 
     async def _feed(self) -> None:
-        d = self.plan.demand
-        cols = [c.tolist() for c in (d.t, d.source, d.method, d.items, d.reserve)]
         methods = self.plan.tables.methods
-        for rid, (t, s, m, items, _reserve) in enumerate(zip(*cols, strict=True)):
-            at = self.start_s + t
-            if at >= self.end_s:
-                break
-            await self.clock.sleep_until(at)
-            self.sources[s].decider.on_request()
-            self._spawn(self.request(self.sources[s], rid, methods[m], items))
+        rid = 0
+        for d in self.plan.demand_blocks():
+            for t, s, m, items in zip(d.t.tolist(), d.source.tolist(), d.method.tolist(),
+                                      d.items.tolist(), strict=True):
+                at = self.start_s + t
+                if at >= self.end_s:
+                    return
+                await self.clock.sleep_until(at)
+                self.sources[s].decider.on_request()
+                self._spawn(self.request(self.sources[s], rid, methods[m], items))
+                rid += 1
 
     async def _worker(self, index: int, worker: int) -> None:
         sc, clock = self.scenario, self.clock

@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from heapq import heappush
 
 import numpy as np
-import simpy
 from simpy.events import NORMAL, Event
 
 from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, WindowStats
@@ -39,6 +39,7 @@ from ..workload.demand import Plan
 from . import recorder as rc
 from .accounts import AccountPolicies, build_accounts
 from .aggregates import MinuteOutcomes
+from .environment import Environment
 from .transport import QUEUED, REFUSED, ClientPool
 from .ws_records import RecorderHandshakes, WebsocketsResult
 from .ws_sessions import Websockets
@@ -196,7 +197,7 @@ class TierRun:
                  spool: str | None = None) -> None:
         sc = plan.scenario
         self.plan, self.tier, self.progress = plan, tier, progress
-        self.env = simpy.Environment()
+        self.env = Environment()
         self.accounts: list[AccountPolicies] = build_accounts(plan, tier)
         # ``spool``: a path prefix for Parquet spool files; rows then leave memory in chunks.
         sinks = ((rc.ParquetSink(rc.ATTEMPT_COLUMNS, f"{spool}-attempts.parquet"),
@@ -232,16 +233,18 @@ class TierRun:
                        for k in range(len(t.keys))] for s in range(len(sc.sources))]
         self._duration_s = sc.duration_s
         self._schedule = self.env.schedule
+        # The hot paths push onto SimPy's event heap what ``env.schedule(event, NORMAL,
+        # delay)`` would -- ``(now + delay, NORMAL, next id, event)`` -- without the call.
+        self._queue, self._eid = self.env._queue, self.env._eid
         # Each step's handler, as the constant callbacks of a request's next event.
         self._to_send, self._to_paced = (self._send_event,), (self._paced_event,)
         self._to_arrive, self._to_complete = (self._arrive,), (self._complete,)
         self._to_430, self._to_wake = (self._refused_430,), (self._wake,)
-        # The recorder's column appends, bound once (it empties its lists in place).
-        self._append_attempt, self._append_request = self.rec.attempt_appends, \
-            self.rec.request_appends
-        self._attempt_rows, self._request_rows = self.rec.attempt_cols[0], \
-            self.rec.request_cols[0]
-        self._chunk_rows = self.rec.chunk_rows
+        # The recorder's row buffers and packers, bound once (it empties the buffers in
+        # place): an attempt or request row is one ``buf += pack(...)``.
+        self._abuf, self._qbuf = self.rec.attempt_buf, self.rec.request_buf
+        self._apack, self._qpack = rc.ATTEMPT_ROW.pack, rc.REQUEST_ROW.pack
+        self._abytes, self._qbytes = self.rec.attempt_chunk_bytes, self.rec.request_chunk_bytes
         self.ws = None
         if sc.streams:
             a0 = self.accounts[0]
@@ -311,7 +314,7 @@ class TierRun:
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
         env = self.env
         half_rtt, deciders = self._half_rtt, self._deciders
-        schedule, to_send = env.schedule, self._to_send
+        queue, eid, push, to_send = self._queue, self._eid, heappush, self._to_send
         blocks = self.plan.demand_blocks()
         i, next_report = 0, 0.0
         j = blen = 0
@@ -339,7 +342,7 @@ class TierRun:
                             half_rtt[reg])
                 fed[s] += 1
                 r.callbacks = to_send
-                schedule(r, NORMAL, tj - now)
+                push(queue, (now + (tj - now), NORMAL, next(eid), r))
                 i += 1
                 j += 1
             for decider, count in zip(deciders, fed, strict=True):
@@ -374,7 +377,7 @@ class TierRun:
 
     def _wake(self, w: _Worker) -> None:
         """A worker's think time is over: it sends its next request, if the run is on."""
-        now = self.env.now
+        now = self.env._now
         if now >= self._duration_s:
             return
         k = w.k
@@ -397,7 +400,7 @@ class TierRun:
         """A logical request has its final outcome: its worker (if any) thinks, then wakes."""
         w = r.worker
         w.callbacks = self._to_wake
-        self._schedule(w, NORMAL, w.h + w.pause)
+        heappush(self._queue, (self.env._now + (w.h + w.pause), NORMAL, next(self._eid), w))
 
     # -- the client's transport ------------------------------------------------------
 
@@ -420,7 +423,7 @@ class TierRun:
 
     def _send_event(self, r: Request) -> None:
         """The client sends an attempt: pace it, get a stream, then it travels rtt/2."""
-        now = self.env.now
+        now = self.env._now
         pacer = self._pacers[r.source]
         if pacer is not None:
             wait = pacer.delay(now, r.reserve)
@@ -428,31 +431,21 @@ class TierRun:
                 r.callbacks = self._to_paced
                 self._schedule(r, NORMAL, wait)
                 return
-        # _transmit, inlined: this is the path of nearly every attempt
-        pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
-        start, conn = pool.acquire(now)
-        if start >= 0.0:
-            r.conn, r.wait = conn, start - now
-            r.callbacks = self._to_arrive
-            self._schedule(r, NORMAL, start - now + r.half_rtt)
-        else:
-            self._transmit(r, now, pool, start)
+        self._transmit(r, now)
 
     def _paced_event(self, r: Request) -> None:
         """A paced attempt's turn: get a stream (as :meth:`_send_event` does)."""
-        now = self.env.now
+        self._transmit(r, self.env._now)
+
+    def _transmit(self, r: Request, now: float) -> None:
+        """Get a stream and travel rtt/2; or wait in the pool's queue, or fail with 430."""
         pool = self._pool_of[r.source][r.region] or self._pool(r.source, r.region)
         start, conn = pool.acquire(now)
         if start >= 0.0:
             r.conn, r.wait = conn, start - now
             r.callbacks = self._to_arrive
-            self._schedule(r, NORMAL, start - now + r.half_rtt)
-        else:
-            self._transmit(r, now, pool, start)
-
-    def _transmit(self, r: Request, now: float, pool: ClientPool, start: float) -> None:
-        """No stream at once: wait in the pool's queue, or fail with 430."""
-        if start == QUEUED:
+            heappush(self._queue, (now + (start - now + r.half_rtt), NORMAL, next(self._eid), r))
+        elif start == QUEUED:
             pool.enqueue(r, now)
         else:
             assert start == REFUSED
@@ -463,16 +456,16 @@ class TierRun:
     def _on_stream(self, r: Request, start: float, conn, since: float) -> None:
         r.conn, r.wait = conn, start - since
         r.callbacks = self._to_arrive
-        self._schedule(r, NORMAL, start - self.env.now + r.half_rtt)
+        self._schedule(r, NORMAL, start - self.env._now + r.half_rtt)
 
     def _refused_430(self, r: Request) -> None:
-        self._refused(r, self.env.now, rc.CONN_430, _NAN, False)
+        self._refused(r, self.env._now, rc.CONN_430, _NAN, False)
 
     # -- the service side ------------------------------------------------------------
 
     def _arrive(self, r: Request) -> None:
         """An attempt reaches the service: protocol, key, subscription, then the limiter."""
-        now = self.env.now
+        now = self.env._now
         retry_after = _NAN
         lim = self._gate[r.source][r.key][r.method]
         if lim.__class__ is int:
@@ -482,7 +475,7 @@ class TierRun:
             if status == LIM_OK:
                 r.booked, r.lim = status, lim
                 r.callbacks = self._to_complete
-                self._schedule(r, NORMAL, r.service_s)
+                heappush(self._queue, (now + r.service_s, NORMAL, next(self._eid), r))
                 return
             if status == THROTTLED:
                 if self._method_rpc[r.method]:
@@ -497,20 +490,17 @@ class TierRun:
 
     def _complete(self, r: Request) -> None:
         """The service settles and replies OK: record the attempt and the request."""
-        now = self.env.now
+        now = self.env._now
         r.lim.settle(now, r.booked, r.reserve, r.actual)
         t_back = now + r.half_rtt
         if r.conn is not None:
             r.conn.release_at(t_back)
-        a = self._append_attempt
-        a[0](r.rid); a[1](r.attempt); a[2](r.source); a[3](r.method); a[4](r.key)
-        a[5](r.region); a[6](r.t_send); a[7](t_back); a[8](rc.OK); a[9](r.reserve)
-        a[10](r.actual); a[11](_NAN); a[12](False); a[13](r.wait)
-        q = self._append_request
-        q[0](r.rid); q[1](r.source); q[2](r.method); q[3](r.t_first); q[4](t_back)
-        q[5](rc.OK); q[6](r.attempt)
-        if len(self._attempt_rows) >= self._chunk_rows or \
-                len(self._request_rows) >= self._chunk_rows:
+        self._abuf += self._apack(r.rid, r.attempt, r.source, r.method, r.key, r.region,
+                                  r.t_send, t_back, rc.OK, r.reserve, r.actual, _NAN, False,
+                                  r.wait)
+        self._qbuf += self._qpack(r.rid, r.source, r.method, r.t_first, t_back, rc.OK,
+                                  r.attempt)
+        if len(self._abuf) >= self._abytes or len(self._qbuf) >= self._qbytes:
             self.rec.flush()
         if r.worker is not None:
             self._finished(r)
@@ -521,10 +511,9 @@ class TierRun:
         t_back = now + r.half_rtt
         if r.conn is not None:
             r.conn.release_at(t_back)
-        a = self._append_attempt
-        a[0](r.rid); a[1](r.attempt); a[2](r.source); a[3](r.method); a[4](r.key)
-        a[5](r.region); a[6](r.t_send); a[7](t_back); a[8](outcome); a[9](0.0); a[10](0.0)
-        a[11](retry_after); a[12](phantom); a[13](r.wait)
+        self._abuf += self._apack(r.rid, r.attempt, r.source, r.method, r.key, r.region,
+                                  r.t_send, t_back, outcome, 0.0, 0.0, retry_after, phantom,
+                                  r.wait)
         if outcome in self._retry_codes[r.source]:
             wait = self._deciders[r.source].delay(r.attempt, None if retry_after != retry_after
                                                   else retry_after)
@@ -532,15 +521,13 @@ class TierRun:
                 r.attempt += 1
                 r.t_send = t_back + wait
                 r.callbacks = self._to_send
-                self._schedule(r, NORMAL, r.half_rtt + wait)
-                if len(self._attempt_rows) >= self._chunk_rows:
+                heappush(self._queue, (now + (r.half_rtt + wait), NORMAL, next(self._eid), r))
+                if len(self._abuf) >= self._abytes:
                     self.rec.flush()
                 return
-        q = self._append_request
-        q[0](r.rid); q[1](r.source); q[2](r.method); q[3](r.t_first); q[4](t_back)
-        q[5](outcome); q[6](r.attempt)
-        if len(self._attempt_rows) >= self._chunk_rows or \
-                len(self._request_rows) >= self._chunk_rows:
+        self._qbuf += self._qpack(r.rid, r.source, r.method, r.t_first, t_back, outcome,
+                                  r.attempt)
+        if len(self._abuf) >= self._abytes or len(self._qbuf) >= self._qbytes:
             self.rec.flush()
         if r.worker is not None:
             self._finished(r)

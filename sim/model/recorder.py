@@ -1,12 +1,14 @@
 """Columnar outcome buffers: one row per attempt and one per logical request.
 
-Rows are appended to plain lists (the cheapest append in CPython) and handed on in
+Rows are packed into byte buffers (one ``struct`` pack per row) and handed on in
 chunks of :data:`CHUNK_ROWS` as typed numpy columns to a sink (:mod:`sim.model.sinks`:
 in memory, or row groups of a Parquet spool file), so a run's memory does not grow with
 the number of attempts it records.
 """
 
 from __future__ import annotations
+
+import struct
 
 import numpy as np
 
@@ -40,15 +42,51 @@ REQUEST_COLUMNS = (
     ("attempts", np.int16),
 )
 
-#: Rows buffered before a chunk goes to the sink (about 6 MB of boxed attempt values).
+#: Rows buffered before a chunk goes to the sink (2.2 MB of packed attempt rows).
 CHUNK_ROWS = 1 << 15
 
 
-class Recorder:
-    """Appends attempt and logical-request rows and hands them to sinks in chunks.
+_STRUCT_CODES = {np.int64: "q", np.int16: "h", np.int8: "b", np.float64: "d", np.bool_: "?"}
 
-    ``on_chunk(attempts)`` (optional) sees every attempt chunk first, for running
-    aggregates. :meth:`close` flushes the last partial chunks.
+
+class RowFormat:
+    """A table's rows packed as bytes: ``pack(*row)`` makes one (C code, no per-value
+    Python object kept), :meth:`columns` turns a buffer of them into typed numpy columns.
+
+    Packing a row into a ``bytearray`` costs a third of appending its values to one list
+    per column, and the buffer converts to columns without a pass over Python objects.
+    """
+
+    def __init__(self, columns) -> None:
+        self.columns = columns
+        self.struct = struct.Struct("<" + "".join(_STRUCT_CODES[dt] for _, dt in columns))
+        self.dtype = np.dtype([(name, np.dtype(dt).newbyteorder("<")) for name, dt in columns])
+        assert self.dtype.itemsize == self.struct.size  # '<': packed, as the dtype is
+        self.pack = self.struct.pack
+        self.size = self.struct.size
+
+    def columns_of(self, buf: bytes | bytearray) -> dict[str, np.ndarray]:
+        """The rows in ``buf`` as contiguous, native-typed columns."""
+        # From an immutable copy: a view of a bytearray exports its buffer until the view
+        # dies, and a frame kept alive elsewhere (a sampling profiler, as Dask's workers
+        # run, or a traceback) would keep it -- and the caller's in-place clear would fail.
+        rows = np.frombuffer(bytes(buf), dtype=self.dtype)
+        return {name: rows[name].astype(dt) for name, dt in self.columns}
+
+
+ATTEMPT_ROW = RowFormat(ATTEMPT_COLUMNS)
+REQUEST_ROW = RowFormat(REQUEST_COLUMNS)
+
+
+class Recorder:
+    """Collects attempt and logical-request rows and hands them to sinks in chunks.
+
+    Rows are packed into two byte buffers (:attr:`attempt_buf` with
+    ``ATTEMPT_ROW.pack``, :attr:`request_buf` with ``REQUEST_ROW.pack``). The engine
+    binds both once and appends with ``buf += pack(...)`` (in place: the buffers are
+    emptied in place at each flush), then calls :meth:`flush` once a buffer holds
+    :attr:`chunk_bytes` of a table. ``on_chunk(attempts)`` (optional) sees every attempt
+    chunk first, for running aggregates. :meth:`close` flushes the last partial chunks.
     """
 
     def __init__(self, attempts=None, requests=None, on_chunk=None,
@@ -58,38 +96,35 @@ class Recorder:
         self._on_chunk = on_chunk
         self.chunk_rows = chunk_rows
         self._handshakes: tuple[list, ...] = tuple([] for _ in range(8))
-        # One list per column, emptied in place at each flush, so that a caller may bind
-        # the appends once (:attr:`attempt_appends`) and write rows without a call per row.
-        self.attempt_cols: tuple[list, ...] = tuple([] for _ in ATTEMPT_COLUMNS)
-        self.attempt_appends = tuple(col.append for col in self.attempt_cols)
-        self.request_cols: tuple[list, ...] = tuple([] for _ in REQUEST_COLUMNS)
-        self.request_appends = tuple(col.append for col in self.request_cols)
+        self.attempt_buf = bytearray()
+        self.request_buf = bytearray()
+        #: Bytes of a full chunk, per table.
+        self.attempt_chunk_bytes = chunk_rows * ATTEMPT_ROW.size
+        self.request_chunk_bytes = chunk_rows * REQUEST_ROW.size
 
     def attempt(self, rid, attempt, source, method, key, region, t_send, t_end, outcome,
                 reserved, settled, retry_after, phantom, stream_wait) -> None:
         """Record one attempt (``retry_after`` is NaN when the reply carried none)."""
-        a = self.attempt_appends
-        a[0](rid); a[1](attempt); a[2](source); a[3](method); a[4](key); a[5](region)
-        a[6](t_send); a[7](t_end); a[8](outcome); a[9](reserved); a[10](settled)
-        a[11](retry_after); a[12](phantom); a[13](stream_wait)
-        if len(self.attempt_cols[0]) >= self.chunk_rows:
+        self.attempt_buf += ATTEMPT_ROW.pack(
+            rid, attempt, source, method, key, region, t_send, t_end, outcome, reserved,
+            settled, retry_after, phantom, stream_wait)
+        if len(self.attempt_buf) >= self.attempt_chunk_bytes:
             self._flush_attempts()
 
     def request(self, rid, source, method, t_first, t_end, outcome, attempts) -> None:
         """Record a logical request once it has its final outcome."""
-        r = self.request_appends
-        r[0](rid); r[1](source); r[2](method); r[3](t_first); r[4](t_end); r[5](outcome)
-        r[6](attempts)
-        if len(self.request_cols[0]) >= self.chunk_rows:
+        self.request_buf += REQUEST_ROW.pack(rid, source, method, t_first, t_end, outcome,
+                                             attempts)
+        if len(self.request_buf) >= self.request_chunk_bytes:
             self._flush_requests()
 
     def flush(self) -> None:
         """Hand on the rows of whichever table has a full chunk: for a caller that
-        appends through :attr:`attempt_appends` and :attr:`request_appends` and calls
-        this as soon as the first column of either reaches :attr:`chunk_rows`."""
-        if len(self.attempt_cols[0]) >= self.chunk_rows:
+        packs into :attr:`attempt_buf` and :attr:`request_buf` itself and calls this as
+        soon as either reaches its chunk size."""
+        if len(self.attempt_buf) >= self.attempt_chunk_bytes:
             self._flush_attempts()
-        if len(self.request_cols[0]) >= self.chunk_rows:
+        if len(self.request_buf) >= self.request_chunk_bytes:
             self._flush_requests()
 
     def handshake(self, source, method, key, region, t, outcome, cu, retry_after) -> None:
@@ -111,26 +146,20 @@ class Recorder:
         self._handshakes = tuple([] for _ in self._handshakes)
 
     def _flush_attempts(self) -> None:
-        if not self.attempt_cols[0]:
-            return
-        n = len(self.attempt_cols[0])
-        chunk = {name: np.fromiter(col, dtype=dt, count=n)  # faster than asarray from a list
-                 for (name, dt), col in zip(ATTEMPT_COLUMNS, self.attempt_cols, strict=True)}
-        for col in self.attempt_cols:
-            col.clear()
-        if self._on_chunk is not None:
-            self._on_chunk(chunk)
-        self.attempt_sink.write(chunk)
+        self._flush(self.attempt_buf, ATTEMPT_ROW, self.attempt_sink, self._on_chunk)
 
     def _flush_requests(self) -> None:
-        if not self.request_cols[0]:
+        self._flush(self.request_buf, REQUEST_ROW, self.request_sink, None)
+
+    @staticmethod
+    def _flush(buf: bytearray, fmt: RowFormat, sink, on_chunk) -> None:
+        if not buf:
             return
-        n = len(self.request_cols[0])
-        chunk = {name: np.fromiter(col, dtype=dt, count=n)  # faster than asarray from a list
-                 for (name, dt), col in zip(REQUEST_COLUMNS, self.request_cols, strict=True)}
-        for col in self.request_cols:
-            col.clear()
-        self.request_sink.write(chunk)
+        chunk = fmt.columns_of(buf)
+        del buf[:]  # in place: the engine holds this buffer
+        if on_chunk is not None:
+            on_chunk(chunk)
+        sink.write(chunk)
 
     def close(self, handshake_rid: int = 0) -> None:
         """Flush what is buffered and close the sinks; handshake rows are numbered from

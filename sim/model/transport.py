@@ -109,7 +109,8 @@ class ClientPool:
                 if conn.active < most:
                     # _stream_on for a reusable connection, inlined (every attempt's path)
                     conn.active += 1
-                    start = max(now, conn.ready_at)
+                    ready = conn.ready_at
+                    start = ready if ready > now else now  # max(now, ready), no call
                     deadline = start + self.idle_timeout_s
                     if deadline > conn.deadline:
                         conn.deadline = deadline

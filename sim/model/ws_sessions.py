@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable
 
 import simpy
+from simpy.events import NORMAL, Event
 
 from ..config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
 from ..draws import BlockDraws
@@ -46,11 +47,14 @@ _NAN = math.nan
 _W_END, _W_SESSION, _W_DROP = 0, 1, 2  # why a live connection's wait ended (ties: this order)
 
 
-class _Stream:
+class _Stream(Event):
     """One stream's publishing: its times, live connections and whether a publish event
-    is scheduled (``active``)."""
+    is scheduled (``active``). The stream is itself the SimPy event of its next publish
+    (scheduled with ``env.schedule``, its handler a constant ``callbacks`` tuple): no
+    Timeout per publish."""
 
-    __slots__ = ("name", "times", "live", "cost", "active")
+    __slots__ = ("name", "times", "live", "cost", "active", "callbacks")
+    _ok = True  # SimPy's step() reads it after the callbacks: a publish never fails
 
     def __init__(self, name: str, times: PublishTimes, cost: float) -> None:
         self.name, self.times, self.cost = name, times, cost
@@ -121,6 +125,7 @@ class Websockets:
                                     self._publish_cu[s])
                          for s, src in self._sources.items()}
         self._close_on_exhausted = settings.on_exhausted == "close"
+        self._to_publish = (self._publish,)
         self._active: dict[_Conn, None] = {}  # connections currently wanted
         self._key_ok = [a >= 0 for a in self._acct]
         self._allowed = [accounts[max(a, 0)][1].includes(c.api)
@@ -265,7 +270,7 @@ class Websockets:
     def _publish(self, event) -> None:
         """A billed stream publishes one event: every live connection reserves its cost
         (one pass); one that cannot is closed or has the delivery dropped."""
-        st, now = event.value, self.env.now
+        st, now = event, self.env._now
         nxt = st.times.pop()
         live, cost = st.live, st.cost
         if live:
@@ -282,7 +287,8 @@ class Websockets:
                         conn.proc.interrupt("cu exhausted")
             self.records.cu_publish += spent
         if live and nxt < math.inf:  # the chain goes on (as a process would sleep t - now)
-            self.env.timeout(nxt - now, st).callbacks.append(self._publish)
+            st.callbacks = self._to_publish
+            self.env.schedule(st, NORMAL, nxt - now)
         else:
             st.active = False
 
@@ -291,7 +297,8 @@ class Websockets:
         nxt = st.times.peek() if st.live else math.inf
         st.active = nxt < math.inf
         if st.active:
-            self.env.timeout(max(nxt - now, 0.0), st).callbacks.append(self._publish)
+            st.callbacks = self._to_publish
+            self.env.schedule(st, NORMAL, max(nxt - now, 0.0))
 
     def _published(self, st: _Stream, now: float) -> int:
         """Events ``st`` has published before ``now`` (a scheduled chain: as processed)."""

@@ -174,9 +174,13 @@ class CULimiter:
         self._w_throttled: list[int] = []
         self._w_phantom: list[int] = []
         self.last_phantom = False
-        # The Reservations of the current window and day, made once and handed to every
-        # action of that window (they are never mutated): admitted, throttled, phantom.
-        self._ok_booked = self._throttled_booked = self._phantom_booked = _OVERSIZED
+        # The Reservations of the current window and day, made on first use and handed to
+        # every action of that window (never mutated): admitted, throttled, phantom. A new
+        # window or day forgets them (_forget_bookings).
+        self._forget_bookings()
+
+    def _forget_bookings(self) -> None:
+        self._ok_booked = self._throttled_booked = self._phantom_booked = None
 
     # -- windows ---------------------------------------------------------------------
 
@@ -186,6 +190,7 @@ class CULimiter:
         wid = len(self._w_start)
         self._append_window(start)
         self.wid = wid
+        self._forget_bookings()
         self._k = k
         self._start = start
         self._end = start + self.window_s
@@ -218,6 +223,7 @@ class CULimiter:
         if now >= self._day_end:
             day = int((now + self.day_offset_s) // DAY_S)
             self.day = day
+            self._forget_bookings()
             self._day_end = (day + 1) * DAY_S - self.day_offset_s
             self._day_used = 0.0
 
@@ -247,22 +253,21 @@ class CULimiter:
         if now >= self._end and not self._roll(now):
             self._open_window(now)  # first-hit: this billed request starts a window
         wid = self.wid
-        used = self._used
-        if used + cost > self._limit:
+        used = self._used + cost
+        if used > self._limit:
             self._w_throttled[wid] += 1
             pending = self._pending_excess if self._origin else self._pending_excess_all
-            if used - pending + cost <= self._limit:
+            if self._used - pending + cost <= self._limit:
                 self.last_phantom = True
                 self._w_phantom[wid] += 1
                 booked = self._phantom_booked
-                if booked.window != wid or booked.day != self.day:
+                if booked is None:
                     booked = self._phantom_booked = _booked(THROTTLED, wid, self.day, True)
                 return booked
             booked = self._throttled_booked
-            if booked.window != wid or booked.day != self.day:
+            if booked is None:
                 booked = self._throttled_booked = _booked(THROTTLED, wid, self.day)
             return booked
-        used += cost
         self._used = used
         if used > self._w_peak[wid]:
             self._w_peak[wid] = used
@@ -276,19 +281,19 @@ class CULimiter:
             self._day_used += cost
             self.daily_used[self.day] = self._day_used
         booked = self._ok_booked
-        if booked.window != wid or booked.day != self.day:
+        if booked is None:
             booked = self._ok_booked = _booked(OK, wid, self.day)
         return booked
 
-    def settle(self, now: float, booked: Reservation | int, *args: float) -> None:
+    def settle(self, now: float, booked: Reservation | int, reserved: float, actual: float,
+               _actual: float | None = None) -> None:
         """Settle a reservation to ``actual`` CU: ``settle(now, reservation, reserved,
         actual)``, or ``settle(now, window, day, reserved, actual)`` with the ids."""
-        if isinstance(booked, Reservation):
+        # Positional, not *args: this is every admitted attempt's path.
+        if _actual is None:
             wid, day = booked.window, booked.day
-            reserved, actual = args
         else:
-            wid = booked
-            day, reserved, actual = args
+            wid, day, reserved, actual = booked, reserved, actual, _actual
         if reserved <= 0.0:
             return
         self._w_settled[wid] += actual
@@ -296,12 +301,15 @@ class CULimiter:
         if refund <= 0.0:
             return
         self._pending_excess_all -= refund
-        if self._roll(now):  # a window is current at `now`
+        if now < self._end or self._roll(now):  # a window is current at `now`
+            # (``x if x > 0.0 else 0.0`` is max(0.0, x) without the call)
             if wid == self.wid:
                 self._pending_excess -= refund
-                self._used = max(0.0, self._used - refund)
+                used = self._used - refund
+                self._used = used if used > 0.0 else 0.0
             elif not self._origin:
-                self._used = max(0.0, self._used - refund)
+                used = self._used - refund
+                self._used = used if used > 0.0 else 0.0
         if self.daily_allowance_cu is not None:
             if now >= self._day_end:
                 self._roll_day(now)

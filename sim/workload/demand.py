@@ -5,7 +5,7 @@
 request, columnar, in send-time order, with every random attribute drawn (method, sizing
 items, CU reserved and settled, service time). :meth:`Plan.demand_blocks` draws it one
 time slice at a time (:data:`SLICE_S` seconds), so memory does not grow with the run's
-length; :attr:`Plan.demand` is the whole run at once, for tests and small runs.
+length; the engine and the live driver read it so.
 
 The draws do not depend on the slicing: each source's arrivals are an
 :class:`~sim.workload.arrivals.ArrivalStream`, and each of its random attributes
@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 
 import numpy as np
 
@@ -135,12 +134,6 @@ class Plan:
             block = _merge(parts)
             if len(block):
                 yield block
-
-    @cached_property
-    def demand(self) -> Demand:
-        """The whole open-loop demand at once (for tests and small runs; a run's engine
-        reads :meth:`demand_blocks`)."""
-        return _merge([tuple(getattr(b, c) for c in _COLUMNS) for b in self.demand_blocks()])
 
     def drawer_for(self, source: int, worker: int) -> RequestDrawer:
         """The request drawer of one closed-loop worker, on its own named streams."""
