@@ -8,8 +8,10 @@ Runs ``capsim run -q --jobs N --set duration=D`` on the default scenario (every 
 a child process and samples, every 0.2 s, the resident memory of that process and of all
 its descendants (the worker processes) from ``/proc``: the peak of the sum is the figure
 "in all". Also prints each process's own peak (``ru_maxrss`` of the parent, and of the
-largest worker), the attempts simulated, and the load average before and after (the
-machine may be shared: compare figures measured under similar load).
+largest worker), the attempts simulated, the CPU seconds of the run in all (user +
+system of the child and its workers: steadier than the wall time on a shared machine),
+and the load average before and after (the machine may be shared: compare figures
+measured under similar load).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -75,6 +78,7 @@ def main() -> None:
         cmd = [sys.executable, "-c", CHILD, "run", "-q", "--out", out, "--set",
                f"duration={args.duration}", "--jobs", str(args.jobs), "--records",
                args.records, "--max-requests", "1000000000"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         peak, stop = [0], threading.Event()
@@ -88,6 +92,8 @@ def main() -> None:
         sampler.start()
         stdout, _ = proc.communicate()
         wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         stop.set()
         sampler.join()
         if proc.returncode != 0:
@@ -104,6 +110,7 @@ def main() -> None:
           f"{os.cpu_count()} CPUs")
     print(f"wall {wall:8.1f} s ({wall / 60:.1f} min)   attempts {attempts:,}   "
           f"{attempts / wall:,.0f} attempts/s wall")
+    print(f"CPU in all (run + workers) {cpu:8.1f} s ({cpu / wall:.2f} CPUs busy on average)")
     print(f"peak RSS in all (parent + workers, sampled) {peak[0] / 2**30:6.2f} GiB")
     print(f"peak RSS parent {me / 2**20:7.1f} MiB, largest worker {kids / 2**20:7.1f} MiB")
     if parquet:

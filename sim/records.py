@@ -105,23 +105,30 @@ def remove_stale_spools(parent: str | None = None) -> list[Path]:
 
 
 class AttemptRecords:
-    """The attempt rows of every tier of a run, in tier order."""
+    """The attempt rows of every tier of a run, in tier order.
 
-    def __init__(self, plan: Plan, results: list[TierResult], folder=None) -> None:
+    ``written``: a ``requests.parquet`` already written from these rows (by
+    :class:`RequestsWriter` while the run went on), which :meth:`write_parquet` then
+    copies instead of writing again.
+    """
+
+    def __init__(self, plan: Plan, results: list[TierResult], folder=None,
+                 written: tuple[Path, int] | None = None) -> None:
         self.plan = plan
         self.results = results
         self._folder = folder  # keeps the spool files alive as long as this object
         self.tier_names = [r.tier.name for r in results]
+        self._written = written
 
-    def _tier(self, i: int, n: int) -> pd.Categorical:
-        return pd.Categorical.from_codes(np.full(n, i, dtype=np.int8),
-                                         categories=self.tier_names)
+    @property
+    def written(self) -> Path | None:
+        """The ``requests.parquet`` written while the run went on, if any."""
+        return None if self._written is None else self._written[0]
 
     def frames(self):
         """``requests.parquet`` rows, one frame per spooled chunk, tier by tier."""
         for i, r in enumerate(self.results):
-            for chunk in r.attempt_sink.chunks():
-                yield attempt_rows(chunk, self._tier(i, len(chunk["outcome"])), self.plan)
+            yield from tier_frames(self.plan, self.tier_names, i, r)
 
     def frame(self) -> pd.DataFrame:
         """Every attempt of the run as one frame (one row per attempt: mind the size)."""
@@ -131,42 +138,107 @@ class AttemptRecords:
         return pd.concat(frames, ignore_index=True)
 
     def _empty(self) -> pd.DataFrame:
-        empty = self.results[0].attempt_sink.read() if self.results else None
-        if empty is None:
-            from .model.recorder import ATTEMPT_COLUMNS
-
-            empty = {n: np.empty(0, dtype=d) for n, d in ATTEMPT_COLUMNS}
-        return attempt_rows({n: v[:0] for n, v in empty.items()}, self._tier(0, 0), self.plan)
+        return empty_frame(self.plan, self.tier_names, self.results[0] if self.results else None)
 
     def write_parquet(self, path: str | Path) -> int:
         """Write ``requests.parquet`` in row groups of about :data:`ROW_GROUP_ROWS`
         (zstd, dictionary), a few spooled chunks at a time; returns the rows written."""
+        if self._written is not None and self._written[0].exists():
+            _link_or_copy(self._written[0], Path(path))
+            return self._written[1]
+        writer = RequestsWriter(path, self.plan, self.tier_names)
+        try:
+            for i, r in enumerate(self.results):
+                writer.add_tier(i, r)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.close(self.results[0] if self.results else None)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    # A hard link when both are on one file system: the copy costs nothing, and the
+    # spool folder's removal leaves the report's file whole.
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def tier_frames(plan: Plan, tier_names: list[str], i: int, result: TierResult):
+    """Tier ``i``'s ``requests.parquet`` rows, one frame per spooled chunk."""
+    for chunk in result.attempt_sink.chunks():
+        n = len(chunk["outcome"])
+        tier = pd.Categorical.from_codes(np.full(n, i, dtype=np.int8), categories=tier_names)
+        yield attempt_rows(chunk, tier, plan)
+
+
+def empty_frame(plan: Plan, tier_names: list[str], result: TierResult | None) -> pd.DataFrame:
+    """``requests.parquet``'s columns without rows."""
+    empty = result.attempt_sink.read() if result is not None else None
+    if empty is None:
+        from .model.recorder import ATTEMPT_COLUMNS
+
+        empty = {n: np.empty(0, dtype=d) for n, d in ATTEMPT_COLUMNS}
+    tier = pd.Categorical.from_codes(np.full(0, 0, dtype=np.int8), categories=tier_names)
+    return attempt_rows({n: v[:0] for n, v in empty.items()}, tier, plan)
+
+
+class RequestsWriter:
+    """Writes ``requests.parquet`` tier by tier (:meth:`add_tier`, in tier order) in row
+    groups of about :data:`ROW_GROUP_ROWS` (zstd, dictionary), so a run with worker
+    processes can write each tier's rows as soon as that tier is done; :meth:`close`
+    writes the last row group. The row groups do not depend on when tiers are added.
+    """
+
+    def __init__(self, path: str | Path, plan: Plan, tier_names: list[str]) -> None:
+        self.path, self.plan, self.tier_names = Path(path), plan, tier_names
+        self.rows = 0
+        self._writer = None
+        self._pending: list = []
+        self._pending_rows = 0
+
+    def add_tier(self, i: int, result: TierResult) -> None:
+        """Tier ``i``'s rows (full row groups are written; the rest waits for more)."""
+        import pyarrow as pa
+
+        for frame in tier_frames(self.plan, self.tier_names, i, result):
+            # One thread: a pool per chunk costs more than it saves on a chunk's columns.
+            self._pending.append(pa.Table.from_pandas(frame, preserve_index=False,
+                                                      nthreads=1))
+            self._pending_rows += len(frame)
+            self.rows += len(frame)
+            if self._pending_rows >= ROW_GROUP_ROWS:
+                self._flush()
+
+    def _flush(self) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        writer, rows, pending, pending_rows = None, 0, [], 0
+        table = pa.concat_tables(self._pending).combine_chunks()
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(str(self.path), table.schema, **PARQUET_OPTIONS)
+        self._writer.write_table(table, row_group_size=max(1, len(table)))
+        self._pending, self._pending_rows = [], 0
 
-        def flush():
-            nonlocal writer, pending, pending_rows
-            table = pa.concat_tables(pending).combine_chunks()
-            if writer is None:
-                writer = pq.ParquetWriter(str(path), table.schema, **PARQUET_OPTIONS)
-            writer.write_table(table, row_group_size=max(1, len(table)))
-            pending, pending_rows = [], 0
+    def close(self, first: TierResult | None = None) -> int:
+        """Write what is pending (a file of no rows has the columns, read from ``first``'s
+        spool) and close the file; returns the rows written."""
+        import pyarrow as pa
 
         try:
-            for frame in self.frames():
-                pending.append(pa.Table.from_pandas(frame, preserve_index=False))
-                pending_rows += len(frame)
-                rows += len(frame)
-                if pending_rows >= ROW_GROUP_ROWS:
-                    flush()
-            if pending:
-                flush()
-            if writer is None:
-                pending = [pa.Table.from_pandas(self._empty(), preserve_index=False)]
-                flush()
+            if self._pending:
+                self._flush()
+            if self._writer is None:
+                self._pending = [pa.Table.from_pandas(
+                    empty_frame(self.plan, self.tier_names, first), preserve_index=False)]
+                self._flush()
         finally:
-            if writer is not None:
-                writer.close()
-        return rows
+            self.abort()
+        return self.rows
+
+    def abort(self) -> None:
+        """Close the file as it is (after a failure)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

@@ -35,7 +35,7 @@ from .model.engine import TierResult, TierRun
 from .policy.pricing import default_pricing_table, flatten
 from .policy.resolved import LoadedScenario
 from .policy.tiers import Tier
-from .records import RECORDS, AttemptRecords, spool_folder
+from .records import RECORDS, AttemptRecords, RequestsWriter, spool_folder
 from .redact import secret_kind
 from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from .workload.demand import Plan, build_plan
@@ -83,8 +83,30 @@ class RunOutput:
         return self.records.frame()
 
 
-def _run_tier(loaded: LoadedScenario, tier: Tier, spool: str) -> TierResult:
-    return TierRun(build_plan(loaded), tier, spool=spool).run()
+@dataclass
+class TierParts:
+    """What a report reads of one tier besides its rows: its ``summary.json`` entry,
+    latency table and frames. Computed where the tier ran (in its worker process with
+    ``jobs > 1``), so the parent's serial part does not grow with the run's length."""
+
+    summary: TierSummary
+    latencies: np.ndarray
+    windows: pd.DataFrame
+    streams: pd.DataFrame
+    slots: pd.DataFrame
+
+
+def tier_parts(result: TierResult, plan: Plan) -> TierParts:
+    """:class:`TierParts` of one tier's result."""
+    return TierParts(tier_summary(result, plan), latency_table(result),
+                     windows_frame(result, plan), streams_frame(result, plan),
+                     slots_frame(result))
+
+
+def _run_tier(loaded: LoadedScenario, tier: Tier, spool: str) -> tuple[TierResult, TierParts]:
+    plan = build_plan(loaded)
+    result = TierRun(plan, tier, spool=spool).run()
+    return result, tier_parts(result, plan)
 
 
 def run(loaded: LoadedScenario, *, jobs: int = 1,
@@ -94,7 +116,9 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
 
     Attempt rows are spooled to Parquet files as the tiers run (memory stays flat in run
     length); ``records`` (one of :data:`sim.records.RECORDS`) is what a report folder
-    written from the output gets.
+    written from the output gets. With ``jobs > 1`` and ``records="attempts"`` the
+    parent writes ``requests.parquet`` (into the spool folder) tier by tier as the
+    workers finish them, while later tiers still simulate; a report copies it.
     """
     if records not in RECORDS:
         raise ValueError(f"records must be one of {', '.join(RECORDS)}, not {records!r}")
@@ -102,14 +126,28 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
     folder = spool_folder()
     spools = [str(Path(folder.name) / f"tier{i}") for i in range(len(loaded.tiers))]
     if jobs > 1 and len(loaded.tiers) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_run_tier, loaded, tier, spool)
-                       for tier, spool in zip(loaded.tiers, spools, strict=True)]
-            results = []
-            for tier, future in zip(loaded.tiers, futures, strict=True):
-                results.append(future.result())
-                if progress:
-                    progress(tier, loaded.scenario.duration_s)
+        names = [t.name for t in loaded.tiers]
+        writer = (RequestsWriter(Path(folder.name) / "requests.parquet", plan, names)
+                  if records == "attempts" else None)
+        results, parts = [], []
+        try:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(_run_tier, loaded, tier, spool)
+                           for tier, spool in zip(loaded.tiers, spools, strict=True)]
+                for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):
+                    result, part = future.result()
+                    results.append(result)
+                    parts.append(part)
+                    if progress:
+                        progress(tier, loaded.scenario.duration_s)
+                    if writer is not None:
+                        writer.add_tier(i, result)
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        written = None if writer is None else (writer.path, writer.close(results[0]))
+        out = assemble(plan, results, folder, parts=parts, written=written)
     else:
         results = []
         for tier, spool in zip(loaded.tiers, spools, strict=True):
@@ -117,19 +155,24 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
             results.append(TierRun(plan, tier, cb, spool=spool).run())
             if progress:
                 progress(tier, loaded.scenario.duration_s)
-    out = assemble(plan, results, folder)
+        out = assemble(plan, results, folder)
     out.records_mode = records
     return out
 
 
-def assemble(plan: Plan, results: list[TierResult], folder=None) -> RunOutput:
-    """Summaries and frames from the tiers' results (``folder``: their spool folder)."""
-    tiers = [tier_summary(r, plan) for r in results]
+def assemble(plan: Plan, results: list[TierResult], folder=None,
+             parts: list[TierParts] | None = None,
+             written: tuple[Path, int] | None = None) -> RunOutput:
+    """Summaries and frames from the tiers' results (``folder``: their spool folder;
+    ``parts``: their :class:`TierParts` if already computed; ``written``: their
+    ``requests.parquet`` if already written, and its rows)."""
+    if parts is None:
+        parts = [tier_parts(r, plan) for r in results]
     names = [r.tier.name for r in results]
-    latencies = {r.tier.name: latency_table(r) for r in results}
-    windows = pd.concat([windows_frame(r, plan) for r in results], ignore_index=True)
-    streams = pd.concat([streams_frame(r, plan) for r in results], ignore_index=True)
-    slots = pd.concat([slots_frame(r) for r in results], ignore_index=True)
+    latencies = {r.tier.name: p.latencies for r, p in zip(results, parts, strict=True)}
+    windows = pd.concat([p.windows for p in parts], ignore_index=True)
+    streams = pd.concat([p.streams for p in parts], ignore_index=True)
+    slots = pd.concat([p.slots for p in parts], ignore_index=True)
     minutes = pd.concat([_outcome_frame(r.tier.name, r.minutes, names) for r in results],
                         ignore_index=True)
     refused = pd.concat([_outcome_frame(r.tier.name, r.refused_handshakes, names)
@@ -137,7 +180,8 @@ def assemble(plan: Plan, results: list[TierResult], folder=None) -> RunOutput:
     for frame in (windows, streams):
         if len(frame.columns):
             frame["tier"] = pd.Categorical(frame["tier"].astype(str), categories=names)
-    return RunOutput(summary_document(plan, tiers), AttemptRecords(plan, results, folder),
+    records = AttemptRecords(plan, results, folder, written=written)
+    return RunOutput(summary_document(plan, [p.summary for p in parts]), records,
                      windows, latencies, streams, slots, minutes, refused)
 
 

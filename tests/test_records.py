@@ -202,3 +202,27 @@ def test_minutes_add_up_to_the_attempts(results):
 def test_unknown_records_mode_is_refused():
     with pytest.raises(ValueError, match="records must be one of"):
         sim.run(None, tiers=["RPC"], overrides=["duration=10"], records="everything")
+
+
+def test_requests_parquet_written_while_workers_run_is_the_one_written_after(
+        tmp_path, monkeypatch):
+    from sim import records, runner
+    from sim.policy.resolved import load
+
+    loaded = load(None, [*SHORT, 'tiers=["RPC", "Search"]'])
+    sequential = runner.run(loaded, jobs=1)
+    assert sequential.records.written is None
+    tiers = [t.attempts for t in sequential.summary.tiers]
+    # A row group one row larger than the first tier: the first tier's rows wait for the
+    # second's, so the writer must carry pending rows from one tier to the next.
+    monkeypatch.setattr(records, "ROW_GROUP_ROWS", tiers[0] + 1)
+    parallel = runner.run(loaded, jobs=2)
+    assert parallel.records.written is not None and parallel.records.written.exists()
+    rows = parallel.records.write_parquet(tmp_path / "parallel.parquet")
+    assert rows == sequential.records.write_parquet(tmp_path / "sequential.parquet") == sum(tiers)
+    f = pq.ParquetFile(tmp_path / "parallel.parquet")
+    assert [f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)] == [sum(tiers)]
+    assert ((tmp_path / "parallel.parquet").read_bytes()
+            == (tmp_path / "sequential.parquet").read_bytes())
+    # Only when the rows are wanted: a windows-only run writes nothing ahead.
+    assert runner.run(loaded, jobs=2, records="windows").records.written is None

@@ -84,7 +84,10 @@ def test_the_last_short_minute_is_a_rate_not_a_dip():
                       "outcome": pd.Categorical(["ok"] * len(t), categories=list(rc.OUTCOMES))})
     fig, ax = plt.subplots()
     plots.outcomes_over_time(ax, a, "X", DURATION)
-    heights = [p.get_height() for p in ax.containers[0].patches]
+    # The bars are drawn as one collection of rectangles (bottom-left, bottom-right,
+    # top-right, top-left, closing vertex): heights from what is drawn.
+    (bars,) = ax.collections
+    heights = [float(v[2, 1] - v[1, 1]) for v in (p.vertices for p in bars.get_paths())]
     assert heights == pytest.approx([120.0, 120.0, 120.0])
 
 
@@ -302,3 +305,50 @@ def test_the_report_reads_attributes_not_json_keys(output, tmp_path):
     writer._write_into(output, out)
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# capsim report")
     assert markdown.tier_table(output.summary.tiers)
+
+
+# -- drawing many bars and steps cheaply draws what matplotlib's own calls draw ----------
+
+def _pixels_and_limits(draw) -> tuple[bytes, tuple, tuple]:
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=80)
+    draw(ax)
+    fig.canvas.draw()
+    return bytes(fig.canvas.buffer_rgba()), ax.get_xlim(), ax.get_ylim()
+
+
+def test_bars_as_one_collection_draw_what_ax_bar_draws():
+    rng = np.random.default_rng(7)
+    left = np.arange(50) * 0.9
+    width = np.full(50, 0.9)
+    width[-1] = 0.4  # a shorter last bin
+    low = rng.integers(0, 5, 50).astype(float)
+    high = rng.integers(0, 9, 50).astype(float)
+    high[10:20] = 0.0  # empty bins: zero-height bars
+
+    def with_bar(ax):
+        ax.bar(left, low, width=width, align="edge", lw=0, color="tab:green", label="ok")
+        ax.bar(left, high, width=width, bottom=low, align="edge", lw=0, color="tab:red",
+               label="434")
+        ax.legend()
+
+    def with_bars(ax):
+        plots._bars(ax, left, width, np.zeros(50), low, "ok", "tab:green")
+        plots._bars(ax, left, width, low.copy(), high, "434", "tab:red")
+        ax.legend()
+
+    assert _pixels_and_limits(with_bars) == _pixels_and_limits(with_bar)
+
+
+@pytest.mark.parametrize("kind", ["line", "fill", "fill on a baseline"])
+def test_stairs_in_one_update_draw_what_ax_stairs_draws(kind):
+    rng = np.random.default_rng(11)
+    values = rng.uniform(1.0, 9.0, 300)
+    edges = np.arange(301) * 0.2
+    base = rng.uniform(0.5, 1.5, 300)
+    kw = {"line": dict(baseline=None, lw=0.9, color="tab:blue"),
+          "fill": dict(fill=True, color="tab:green", alpha=0.6, lw=0),
+          "fill on a baseline": dict(baseline=base, fill=True, color="tab:gray", alpha=0.6,
+                                     lw=0)}[kind]
+    v = values + base if kind == "fill on a baseline" else values
+    assert (_pixels_and_limits(lambda ax: plots._stairs(ax, v, edges, **dict(kw)))
+            == _pixels_and_limits(lambda ax: ax.stairs(v, edges, **dict(kw))))

@@ -8,6 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
+#: How a spool file is written. It is read back once or twice and then deleted, so what
+#: counts is the workers' CPU: LZ4 without dictionaries writes a chunk in about a third
+#: of the time zstd with dictionaries takes (``benchmarks/bench_spool.py``), at about
+#: the same size (rows of floats and small codes).
+SPOOL_OPTIONS = {"compression": "lz4", "use_dictionary": False}
+
 
 def _empty(columns) -> dict[str, np.ndarray]:
     return {name: np.empty(0, dtype=dt) for name, dt in columns}
@@ -41,7 +47,7 @@ class MemorySink:
 
 
 class ParquetSink:
-    """Writes each chunk as a row group of a Parquet spool file (zstd, dictionary).
+    """Writes each chunk as a row group of a Parquet spool file (:data:`SPOOL_OPTIONS`).
 
     Picklable once closed (only the path travels), so a worker process can hand it back.
     """
@@ -64,7 +70,7 @@ class ParquetSink:
         import pyarrow.parquet as pq
 
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self._schema(), compression="zstd")
+            self._writer = pq.ParquetWriter(self.path, self._schema(), **SPOOL_OPTIONS)
         table = pa.Table.from_arrays([chunk[n] for n, _ in self.columns],
                                      schema=self._schema())
         self._writer.write_table(table)
@@ -73,7 +79,7 @@ class ParquetSink:
         import pyarrow.parquet as pq
 
         if self._writer is None:  # no rows: still a valid, empty file
-            self._writer = pq.ParquetWriter(self.path, self._schema(), compression="zstd")
+            self._writer = pq.ParquetWriter(self.path, self._schema(), **SPOOL_OPTIONS)
         self._writer.close()
         self._writer = None
 

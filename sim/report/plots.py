@@ -26,7 +26,10 @@ matplotlib.use("Agg")  # reports are files; never open a window
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary  # noqa: E402
@@ -81,6 +84,27 @@ def full_windows(windows: pd.DataFrame, duration_s: float) -> pd.DataFrame:
     return windows[windows["start_s"] + WINDOW_S <= duration_s + 1e-9]
 
 
+def _stairs(ax, values: np.ndarray, edges: np.ndarray, **kw):
+    """``ax.stairs(values, edges, **kw)`` without its cost per step.
+
+    Adding a patch updates the data limits one path segment at a time in Python (seconds
+    for a day of 12-second windows); here the step patch is made on the first step, given
+    all of them, and the limits updated from its vertices at once, which are the points
+    that walk visits, so the limits and the pixels are the same.
+    """
+    baseline = kw.pop("baseline", 0)
+    array_baseline = baseline is not None and np.ndim(baseline) > 0
+    patch = ax.stairs(values[:1], edges[:2], baseline=baseline[:1] if array_baseline
+                      else baseline, **kw)
+    if len(values) > 1:
+        patch.set_data(values, edges, baseline if array_baseline else None)
+        ax.update_datalim(patch.get_path().vertices)
+        if array_baseline:  # what stairs sets from the lowest baseline
+            patch.sticky_edges.y[:] = [np.min(baseline)]
+            ax.update_datalim([(edges[0], np.min(baseline))])
+    return patch
+
+
 def cu_per_window(ax, windows: pd.DataFrame, tier: str, duration_s: float) -> None:
     """Reserved and settled CU per full 12-s window, the limit, and windows with throttles."""
     w = full_windows(windows[windows["tier"] == tier], duration_s)
@@ -90,15 +114,36 @@ def cu_per_window(ax, windows: pd.DataFrame, tier: str, duration_s: float) -> No
     edges = np.append(w["start_s"].to_numpy(), w["start_s"].iloc[-1] + WINDOW_S) / 60.0
     limit = float(w["limit_cu"].iloc[0])
     ax.axhline(limit, color="black", lw=1.0, ls="--", label="limit", zorder=1)
-    ax.stairs(w["reserved_cu"].to_numpy(), edges, baseline=None, lw=0.9, label="reserved",
+    _stairs(ax, w["reserved_cu"].to_numpy(), edges, baseline=None, lw=0.9, label="reserved",
               color="tab:orange", zorder=2)
-    ax.stairs(w["settled_cu"].to_numpy(), edges, baseline=None, lw=0.9, label="settled",
+    _stairs(ax, w["settled_cu"].to_numpy(), edges, baseline=None, lw=0.9, label="settled",
               color="tab:blue", zorder=3)
     hit = w["throttled"].to_numpy() > 0
     _strip(ax, (edges[:-1][hit] + edges[1:][hit]) / 2, "tab:red", "window with throttles")
     _headroom(ax, max(limit, float(w["reserved_cu"].max()), float(w["settled_cu"].max())))
     ax.set_xlim(0.0, duration_s / 60.0)
     _style(ax, tier, "CU / 12 s")
+
+
+def _bars(ax, left: np.ndarray, width: np.ndarray, bottom: np.ndarray, height: np.ndarray,
+          label: str, colour: str) -> None:
+    """What ``ax.bar(left, height, width, bottom, align="edge", lw=0)`` draws, as one
+    collection rather than a patch per bar.
+
+    A day has 1,440 minutes a panel: a patch each made the outcomes figure cost minutes.
+    The pixels, the data limits (sticky bottoms included) and the legend entry (a
+    :class:`~matplotlib.container.BarContainer` of a bar-like patch) are the bars'.
+    """
+    right, top = left + width, bottom + height
+    verts = np.stack([np.column_stack(c) for c in ((left, bottom), (right, bottom),
+                                                    (right, top), (left, top),
+                                                    (left, bottom))], axis=1)
+    bars = PolyCollection(verts, closed=False, facecolors=colour, edgecolors="none",
+                          linewidths=0, label="_nolegend_")
+    bars.sticky_edges.y.extend(bottom.tolist())
+    ax.add_collection(bars, autolim=True)
+    handle = Rectangle((0.0, 0.0), 1.0, 1.0, facecolor=colour, linewidth=0, label="_nolegend_")
+    ax.add_container(BarContainer([handle], label=label))
 
 
 def outcomes_over_time(ax, attempts: pd.DataFrame, tier: str, duration_s: float,
@@ -121,8 +166,8 @@ def outcomes_over_time(ax, attempts: pd.DataFrame, tier: str, duration_s: float,
             continue
         rate = np.histogram(t, edges, weights=None if weights is None
                             else weights[rows])[0] * per_min
-        ax.bar(edges[:-1] / 60.0, rate, width=np.diff(edges) / 60.0, bottom=bottom,
-               align="edge", label=outcome, lw=0, color=OUTCOME_COLOURS.get(outcome, _UNKNOWN))
+        _bars(ax, edges[:-1] / 60.0, np.diff(edges) / 60.0, bottom, rate, outcome,
+              OUTCOME_COLOURS.get(outcome, _UNKNOWN))
         bottom += rate
     ax.set_xlim(0.0, end / 60.0)
     _style(ax, tier, "attempts / min")
@@ -138,10 +183,10 @@ def websocket_slots(ax, slots: pd.DataFrame, attempts: pd.DataFrame, tier: str,
         live = s["live"].to_numpy()
         stale = s["stale"].to_numpy()
         cap = s["cap"].to_numpy()
-        ax.stairs(live, t, fill=True, color="tab:green", alpha=0.6, label="live slots", lw=0)
-        ax.stairs(live + stale, t, baseline=live, fill=True, color="tab:gray", alpha=0.6,
+        _stairs(ax, live, t, fill=True, color="tab:green", alpha=0.6, label="live slots", lw=0)
+        _stairs(ax, live + stale, t, baseline=live, fill=True, color="tab:gray", alpha=0.6,
                   label="stale slots", lw=0)
-        ax.stairs(cap, t, baseline=None, color="black", ls="--", lw=1.0, label="cap")
+        _stairs(ax, cap, t, baseline=None, color="black", ls="--", lw=1.0, label="cap")
         top = max(top, float(cap.max()), float((live + stale).max()))
     a = attempts[(attempts["tier"] == tier) & attempts["outcome"].isin(_SLOT_OR_CU_REFUSALS)]
     for outcome in _SLOT_OR_CU_REFUSALS:
