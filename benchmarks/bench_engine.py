@@ -9,7 +9,12 @@ request, one timeout per process (about four SimPy events per request). The mode
 requests and websocket handshakes) counted from its records; it is measured with the
 scenario's websocket clients (streams on: the issue's figure) and without them (HTTP
 only). The floor is SimPy alone doing what the model cannot avoid per attempt: one event
-at the send, one at the service and one at completion, each with an empty callback.
+at the send, one at the service and one at completion, each with a callback that only
+reschedules, run as the model runs them (its environment's inline loop, direct pushes).
+
+``--breakdown`` adds, in each repeat, the least work of an admitted attempt besides its
+events, piece by piece on the real classes (:func:`least_work`), and the ratio a model
+doing only that and the floor would reach: an upper bound for this model in CPython.
 
 Each repeat measures bare, floor, model and model without streams in turn for each tier
 (the bare loop and the floor run once per tier, over the same arrival times), so the
@@ -23,12 +28,14 @@ import argparse
 import os
 import statistics
 import time
+from heapq import heappush
 
 import numpy as np
 import simpy
 from simpy.events import NORMAL, Event
 
 from sim.model import recorder as rc
+from sim.model.aggregates import MinuteOutcomes
 from sim.model.engine import Request, TierRun
 from sim.model.environment import Environment
 from sim.model.transport import ClientPool
@@ -64,17 +71,18 @@ class _Hop(Event):
 
 
 def events_floor(times: list[float], hops: int = 3) -> float:
-    """Requests per CPU-second of SimPy processing ``hops`` events per request (the
-    first at the arrival time, each next 25 ms later) with callbacks that only
-    reschedule: the cost of the events alone, fed in 1-second slices like the model."""
-    env = simpy.Environment()
-    schedule = env.schedule
+    """CPU seconds of SimPy processing ``hops`` events per request (the first at the
+    arrival time, each next 25 ms later) with callbacks that only reschedule: the cost
+    of the events alone, fed in 1-second slices like the model, on the model's
+    environment (its inline run loop) and pushed onto the heap as the model pushes."""
+    env = Environment()
+    schedule, queue, eid = env.schedule, env._queue, env._eid
 
     def hop(ev):
         ev.left -= 1
         if ev.left:
             ev.callbacks = hops_cb
-            schedule(ev, NORMAL, 0.025)
+            heappush(queue, (env._now + 0.025, NORMAL, next(eid), ev))
 
     hops_cb = (hop,)
 
@@ -115,15 +123,18 @@ def _per_call(fn, n: int) -> float:
 def least_work(n: int = 200_000) -> dict[str, float]:
     """CPU microseconds per admitted attempt of what the model cannot leave out, each
     piece measured alone on the real classes: the request's record (one object), the
-    limiter's reserve and settle, a stream taken from and given back to an HTTP/2
-    connection, the attempt and request rows; the three events are the floor's."""
-    lim = CULimiter(1e18)
+    limiter's reserve and settle (with a daily ledger, as every default tier has), a
+    stream taken from and given back to an HTTP/2 connection, the attempt and request
+    rows (packed, converted in chunks, aggregated per minute); the three events are the
+    floor's. Left out: pacing, admission checks, retries, workers, websockets."""
+    lim = CULimiter(1e18, daily_allowance_cu=1e18)
     pool = ClientPool(AccountConnections(), "h", Environment(), rtt_s=0.05, max_streams=32,
                       max_connections=8, connect_rtts=1.0, idle_timeout_s=1e9, reuse=True,
                       on_ready=None)
-    rec = rc.Recorder(chunk_rows=1 << 40)  # never flushes: packing alone
+    rec = rc.Recorder(on_chunk=MinuteOutcomes())  # the model's chunk size and aggregate
     abuf, qbuf, apack, qpack = rec.attempt_buf, rec.request_buf, rc.ATTEMPT_ROW.pack, \
         rc.REQUEST_ROW.pack
+    abytes, qbytes, flush = rec.attempt_chunk_bytes, rec.request_chunk_bytes, rec.flush
     nan = float("nan")
 
     def request(i):
@@ -140,8 +151,11 @@ def least_work(n: int = 200_000) -> dict[str, float]:
 
     def rows(i):
         nonlocal abuf, qbuf
-        abuf += apack(i, 1, 0, 1, 0, 0, 0.5, 0.55, 0, 20.0, 18.0, nan, False, 0.0)
-        qbuf += qpack(i, 0, 1, 0.5, 0.55, 0, 1)
+        t = i * 1e-3
+        abuf += apack(i, 1, 0, 1, 0, 0, t, t + 0.05, 0, 20.0, 18.0, nan, False, 0.0)
+        qbuf += qpack(i, 0, 1, t, t + 0.05, 0, 1)
+        if len(abuf) >= abytes or len(qbuf) >= qbytes:
+            flush()
 
     return {name: _per_call(fn, n) for name, fn in
             (("request object", request), ("limiter reserve + settle", limiter),
@@ -194,10 +208,12 @@ def main() -> None:
     tiers = [find_tier(t, loaded.tiers) for t in args.tier] or list(loaded.tiers)
     times = np.concatenate([b.t for b in plans[True].demand_blocks()]).tolist()
     load_before = os.getloadavg()
-    rows = []
+    rows, breakdowns = [], []
     for _ in range(args.repeat):
         bare, floor, on, off, n_on, ev_on, n_off, ev_off = one_repeat(plans, tiers, times)
         rows.append((bare, floor, on, off, on / bare, off / bare, floor / bare))
+        if args.breakdown:  # in each repeat, beside the ratios: medians of the same moments
+            breakdowns.append(least_work())
     med = [statistics.median(c) for c in zip(*rows, strict=True)]
     bare, floor, on, off, r_on, r_off, r_floor = med
     load_after = os.getloadavg()
@@ -216,16 +232,19 @@ def main() -> None:
     print("per repeat (ratio on / off / floor): " + "; ".join(
         f"{r[4]:.2f} / {r[5]:.2f} / {r[6]:.2f}" for r in rows))
     if args.breakdown:
-        pieces = least_work()
+        pieces = {name: statistics.median(b[name] for b in breakdowns)
+                  for name in breakdowns[0]}
         events_us = 1e6 / floor
-        print("least work per admitted attempt (CPU us, each piece alone):")
+        print(f"least work per admitted attempt (CPU us, each piece alone; median of "
+              f"{args.repeat}):")
         print(f"  {'3 SimPy events (the floor)':34s} {events_us:6.2f}")
         for name, us in pieces.items():
             print(f"  {name:34s} {us:6.2f}")
         least = events_us + sum(pieces.values())
         print(f"  {'sum':34s} {least:6.2f}   bare loop: {1e6 / bare:.2f} us / request")
         print(f"best ratio a model doing only this could reach: {1e6 / least / bare:.2f}"
-              f"   (the model, no streams: {1e6 / off:.2f} us / attempt)")
+              f"   (the model: {1e6 / off:.2f} us / attempt without streams, "
+              f"{1e6 / on:.2f} with)")
 
 
 if __name__ == "__main__":

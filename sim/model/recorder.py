@@ -55,6 +55,8 @@ class RowFormat:
 
     Packing a row into a ``bytearray`` costs a third of appending its values to one list
     per column, and the buffer converts to columns without a pass over Python objects.
+    Stricter than numpy's conversion: an integer column takes only integers (a float
+    there raises ``struct.error`` instead of being truncated) within its type's range.
     """
 
     def __init__(self, columns) -> None:

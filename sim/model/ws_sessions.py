@@ -287,6 +287,7 @@ class Websockets:
                         conn.proc.interrupt("cu exhausted")
             self.records.cu_publish += spent
         if live and nxt < math.inf:  # the chain goes on (as a process would sleep t - now)
+            assert nxt >= now  # publish times increase (a Timeout would have checked)
             st.callbacks = self._to_publish
             self.env.schedule(st, NORMAL, nxt - now)
         else:
