@@ -273,8 +273,9 @@ def _by_method(a: dict[str, np.ndarray], settled: np.ndarray, plan: Plan
     return out
 
 
-def slo_check(summary: dict | TierSummary, slo: Slo) -> tuple[bool, list[str]]:
-    """Whether a tier's summary meets the SLO, and the violations in words."""
+def slo_check(summary: dict, slo: Slo) -> tuple[bool, list[str]]:
+    """Whether a tier's summary (the dict :func:`tier_summary` builds, before it becomes
+    a :class:`TierSummary`) meets the SLO, and the violations in words."""
     bad = []
     if summary["throttle_rate"] > slo.max_throttle_rate:
         bad.append(f"throttle rate {summary['throttle_rate']:.4f} > {slo.max_throttle_rate}")
