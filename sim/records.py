@@ -146,14 +146,10 @@ class AttemptRecords:
         if self._written is not None and self._written[0].exists():
             _link_or_copy(self._written[0], Path(path))
             return self._written[1]
-        writer = RequestsWriter(path, self.plan, self.tier_names)
-        try:
+        with RequestsWriter(path, self.plan, self.tier_names) as writer:
             for i, r in enumerate(self.results):
                 writer.add_tier(i, r)
-        except BaseException:
-            writer.abort()
-            raise
-        return writer.close(self.results[0] if self.results else None)
+            return writer.close()
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -189,6 +185,7 @@ class RequestsWriter:
     groups of about :data:`ROW_GROUP_ROWS` (zstd, dictionary), so a run with worker
     processes can write each tier's rows as soon as that tier is done; :meth:`close`
     writes the last row group. The row groups do not depend on when tiers are added.
+    Used as a context manager, the file is closed as it is if the block fails.
     """
 
     def __init__(self, path: str | Path, plan: Plan, tier_names: list[str]) -> None:
@@ -197,10 +194,20 @@ class RequestsWriter:
         self._writer = None
         self._pending: list = []
         self._pending_rows = 0
+        self._first: TierResult | None = None  # whose spool gives an empty file's columns
+
+    def __enter__(self) -> RequestsWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.abort()  # after close() there is nothing left to close
 
     def add_tier(self, i: int, result: TierResult) -> None:
         """Tier ``i``'s rows (full row groups are written; the rest waits for more)."""
         import pyarrow as pa
+
+        if self._first is None:
+            self._first = result
 
         for frame in tier_frames(self.plan, self.tier_names, i, result):
             # One thread: a pool per chunk costs more than it saves on a chunk's columns.
@@ -221,9 +228,9 @@ class RequestsWriter:
         self._writer.write_table(table, row_group_size=max(1, len(table)))
         self._pending, self._pending_rows = [], 0
 
-    def close(self, first: TierResult | None = None) -> int:
-        """Write what is pending (a file of no rows has the columns, read from ``first``'s
-        spool) and close the file; returns the rows written."""
+    def close(self) -> int:
+        """Write what is pending (a file of no rows still has the columns) and close the
+        file; returns the rows written."""
         import pyarrow as pa
 
         try:
@@ -231,7 +238,8 @@ class RequestsWriter:
                 self._flush()
             if self._writer is None:
                 self._pending = [pa.Table.from_pandas(
-                    empty_frame(self.plan, self.tier_names, first), preserve_index=False)]
+                    empty_frame(self.plan, self.tier_names, self._first),
+                    preserve_index=False)]
                 self._flush()
         finally:
             self.abort()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,23 +131,18 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         writer = (RequestsWriter(Path(folder.name) / "requests.parquet", plan, names)
                   if records == "attempts" else None)
         results, parts = [], []
-        try:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(_run_tier, loaded, tier, spool)
-                           for tier, spool in zip(loaded.tiers, spools, strict=True)]
-                for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):
-                    result, part = future.result()
-                    results.append(result)
-                    parts.append(part)
-                    if progress:
-                        progress(tier, loaded.scenario.duration_s)
-                    if writer is not None:
-                        writer.add_tier(i, result)
-        except BaseException:
-            if writer is not None:
-                writer.abort()
-            raise
-        written = None if writer is None else (writer.path, writer.close(results[0]))
+        with ProcessPoolExecutor(max_workers=jobs) as pool, writer or nullcontext():
+            futures = [pool.submit(_run_tier, loaded, tier, spool)
+                       for tier, spool in zip(loaded.tiers, spools, strict=True)]
+            for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):
+                result, part = future.result()
+                results.append(result)
+                parts.append(part)
+                if progress:
+                    progress(tier, loaded.scenario.duration_s)
+                if writer is not None:
+                    writer.add_tier(i, result)
+            written = None if writer is None else (writer.path, writer.close())
         out = assemble(plan, results, folder, parts=parts, written=written)
     else:
         results = []
