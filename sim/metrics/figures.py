@@ -187,7 +187,9 @@ def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary |
         "handshakes": ws.handshakes,
         "wanted_s": _r(ws.wanted_s, 3),
         "connected_s": _r(ws.connected_s, 3),
-        "connected_fraction": _r(ws.connected_fraction),
+        # NaN in the records when nothing was wanted (load scaled every client to 0
+        # connections): no fraction, not a number the summary cannot hold.
+        "connected_fraction": (_r(ws.connected_fraction) if ws.wanted_s > 0 else None),
         "events_published": {k: int(v) for k, v in ws.events_published.items()},
         "events_delivered": int(ws.events_delivered),
         "events_lost": int(ws.events_lost),

@@ -20,6 +20,11 @@ def _fmt(x, nd=1) -> str:
     return f"{x:,}" if isinstance(x, int) else str(x)
 
 
+def _pct(x) -> str:
+    """A fraction as a percentage, or "–" when there is none."""
+    return "–" if x is None else f"{x:.1%}"
+
+
 def _val(x) -> str:
     """A value as written (full precision), or "–" when missing."""
     return "–" if x is None else str(x)
@@ -155,7 +160,7 @@ def websockets_table(tiers: Sequence[TierSummary]) -> list[str]:
         rows.append(
             f"| {t.tier} | {_val(t.ws_cap)} | "
             + " | ".join(_fmt(w.handshakes[k]) for k in HANDSHAKE_OUTCOMES) + " | "
-            f"{w.connected_fraction:.1%} | {_fmt(w.events_delivered)} | "
+            f"{_pct(w.connected_fraction)} | {_fmt(w.events_delivered)} | "
             f"{_fmt(w.events_lost)} | {_fmt(w.cu_connect, 0)} | "
             f"{_fmt(w.cu_publish, 0)} | {_fmt(w.cu_requests, 0)} |")
     return rows

@@ -89,7 +89,7 @@ class WebsocketsSummary(_Frozen):
     handshakes: dict[str, int]
     wanted_s: float
     connected_s: float
-    connected_fraction: float
+    connected_fraction: float | None  # None when no connection was wanted (0 clients)
     events_published: dict[str, int]
     events_delivered: int
     events_lost: int
