@@ -267,6 +267,9 @@ class Slo(Strict):
     max_throttle_rate: FiniteFloat = Field(default=0.01, ge=0, le=1)
     max_failure_rate: FiniteFloat = Field(default=0.001, ge=0, le=1)
     p99_latency_ms: FiniteFloat = Field(default=2000.0, gt=0)
+    allowance_must_last_day: StrictBool = True
+    """A run shorter than a day fails a tier whose daily allowance, at the run's rate of
+    charged CU, would run out within 24 hours (``daily_allowance.lasts_h`` < 24)."""
 
 
 class Variant(Strict):

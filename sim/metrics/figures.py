@@ -35,7 +35,7 @@ from ..results.summary import (
     WebsocketsSummary,
 )
 from ..workload.demand import Plan
-from .accounts import plan_summary
+from .accounts import allowance_lasts_h, plan_summary
 
 _THROTTLES = np.array(rc.THROTTLES)
 
@@ -160,6 +160,7 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
             "used_cu": _r(daily_used),
             "ran_out_at": None if ran_out is None
             else (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
+            "lasts_h": _lasts_h(result, sc.duration_s),
         },
         "retry_budget_refusals": result.retry_budget_refusals,
         "connections": connections,
@@ -177,6 +178,17 @@ def _settled(result: TierResult, a: dict[str, np.ndarray], plan: Plan) -> dict:
     settled = _column(result.attempt_sink, "cu_settled")
     total = settled.sum()
     return {"total": total, "settled": _r(total), "by_method": _by_method(a, settled, plan)}
+
+
+def _lasts_h(result: TierResult, duration_s: float) -> float | None:
+    """How long the daily allowance lasts at this run's rate (runs shorter than a day);
+    with several accounts, each has its own allowance: the one that lasts least."""
+    per_account = [allowance_lasts_h(a.daily_allowance_cu, a.daily_used, duration_s)
+                   for a in (result.accounts or [])]
+    if len(per_account) > 1:
+        known = [h for h in per_account if h is not None]
+        return min(known, default=None)
+    return allowance_lasts_h(result.daily_allowance_cu, result.daily_used, duration_s)
 
 
 def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary | None:
@@ -288,6 +300,10 @@ def slo_check(summary: dict, slo: Slo) -> tuple[bool, list[str]]:
         bad.append(f"p99 latency: no successful request (SLO ≤ {slo.p99_latency_ms} ms)")
     elif p99 > slo.p99_latency_ms:
         bad.append(f"p99 latency {p99} ms > {slo.p99_latency_ms} ms")
+    lasts = summary["daily_allowance"]["lasts_h"]
+    if slo.allowance_must_last_day and lasts is not None and lasts < 24:
+        bad.append(f"daily allowance lasts {lasts:.1f} h at this rate (< 24 h; "
+                   "[slo] allowance_must_last_day)")
     return not bad, bad
 
 

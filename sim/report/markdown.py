@@ -25,6 +25,14 @@ def _pct(x) -> str:
     return "–" if x is None else f"{x:.1%}"
 
 
+def _lasts(hours: float | None) -> str:
+    """How long a daily allowance lasts at the run's rate ("–": the run saw whole days,
+    no allowance, or nothing charged)."""
+    if hours is None:
+        return "–"
+    return f"{hours:,.1f} h" + (" (< 1 day)" if hours < 24 else "")
+
+
 def _val(x) -> str:
     """A value as written (full precision), or "–" when missing."""
     return "–" if x is None else str(x)
@@ -59,22 +67,26 @@ COST_NOTE = (
     "streams; each is charged when published (reserved = settled), so it counts in the "
     "windows but has no row in `requests.parquet`. *Charged* = settled + publish: every CU "
     "billed in the run. The daily allowance counts the same CU per UTC day, so for a run "
-    "within one UTC day *used (max day)* equals *charged*.")
+    "within one UTC day *used (max day)* equals *charged*. *Lasts at this rate* (runs "
+    "shorter than a day): the daily allowance over the charged CU per simulated hour -- "
+    "how long the allowance would last were the run's rate kept up; unless the scenario's "
+    "`[slo]` sets `allowance_must_last_day = false`, a tier whose allowance lasts under "
+    "24 h fails the SLO.")
 
 
 def cost_table(tiers: Sequence[TierSummary]) -> list[str]:
     """CU per tier, with the column that each kind of CU goes in named in the header."""
     rows = ["| tier | CU reserved (requests + handshakes) | CU settled (requests + handshakes) "
             "| CU publish (stream events) | CU charged (settled + publish) | daily allowance "
-            "| used (max day) | ran out at |",
-            "|---|---:|---:|---:|---:|---:|---:|---|"]
+            "| used (max day) | ran out at | lasts at this rate |",
+            "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     for t in tiers:
         d, cu = t.daily_allowance, t.cu
         publish = t.websockets.cu_publish if t.websockets else 0.0
         rows.append(f"| {t.tier} | {_fmt(cu.reserved, 0)} | {_fmt(cu.settled, 0)} | "
                     f"{_fmt(publish, 0)} | {_fmt(cu.settled + publish, 0)} | "
                     f"{_fmt(d.allowance_cu, 0)} | {_fmt(d.used_cu, 0)} | "
-                    f"{_val(d.ran_out_at)} |")
+                    f"{_val(d.ran_out_at)} | {_lasts(d.lasts_h)} |")
     return rows
 
 
@@ -179,7 +191,9 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         f"seed {summary.seed}",
         _limiter_line(summary.limiter),
         f"- SLO: throttle rate ≤ {slo.max_throttle_rate:.2%}, failure rate ≤ "
-        f"{slo.max_failure_rate:.2%}, p99 latency ≤ {slo.p99_latency_ms:,.0f} ms",
+        f"{slo.max_failure_rate:.2%}, p99 latency ≤ {slo.p99_latency_ms:,.0f} ms"
+        + (", daily allowance lasts ≥ 24 h at this rate" if slo.allowance_must_last_day
+           else ""),
         f"- capsim {summary.capsim_version}",
         f"- API keys shown as pseudonyms (HMAC-SHA256; secret: "
         f"{summary.pseudonym_secret or 'unknown'})",

@@ -61,6 +61,11 @@ class DailyAllowance(_Frozen):
     allowance_cu: float | None
     used_cu: float
     ran_out_at: str | None
+    lasts_h: float | None = None
+    """Runs shorter than a day: hours the allowance lasts at the run's rate of charged CU
+    (allowance / charged CU per hour; with several accounts, the account whose allowance
+    lasts least). None for runs of a day or more (``ran_out_at`` says), without an
+    allowance, or when nothing was charged."""
 
 
 class StreamWaitMs(_Frozen):
@@ -192,6 +197,7 @@ class SloSummary(_Frozen):
     max_throttle_rate: float
     max_failure_rate: float
     p99_latency_ms: float
+    allowance_must_last_day: bool = True
 
 
 @dataclass(frozen=True)
