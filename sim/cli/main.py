@@ -194,6 +194,14 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
         result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
         if not quiet:
             click.echo("", err=True)
+        headroom = None
+        if with_headroom:  # before the report is written: the report gives it too
+            from .sweep import run_headroom_line
+
+            headroom = run_headroom_line(scenario, overrides, result.summary.recommended.tier,
+                                         seed)
+            rec = result.summary.recommended.model_copy(update={"headroom": headroom})
+            result.summary = result.summary.model_copy(update={"recommended": rec})
         folder = write_report(result, out_dir, claimed)
     if quiet:
         return
@@ -202,10 +210,8 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
         click.echo(row)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
-    if with_headroom:
-        from .sweep import run_headroom_line
-
-        click.echo(run_headroom_line(scenario, overrides, rec.tier, seed))
+    if headroom is not None:
+        click.echo(headroom)
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
 
 

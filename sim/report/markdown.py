@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.vocabulary import HANDSHAKE_OUTCOMES
-from ..results.summary import RunSummary, TierSummary
+from ..results.summary import RunSummary, TierSummary, p99_comparable
 
 
 def _fmt(x, nd=1) -> str:
@@ -33,6 +33,15 @@ def _lasts(hours: float | None) -> str:
     return f"{hours:,.1f} h" + (" (< 1 day)" if hours < 24 else "")
 
 
+def _p99(t: TierSummary) -> str:
+    """The p99 cell: marked † when it covers under half of the tier's requests."""
+    p99 = _fmt(t.latency_ms.p99)
+    if t.latency_ms.p99 is not None and not p99_comparable(t.requests,
+                                                           t.request_outcomes.get("ok", 0)):
+        return p99 + " †"
+    return p99
+
+
 def _val(x) -> str:
     """A value as written (full precision), or "–" when missing."""
     return "–" if x is None else str(x)
@@ -54,7 +63,7 @@ def tier_table(tiers: Sequence[TierSummary]) -> list[str]:
             f"| {t.tier} | {_fmt(cu, 0)} | {_fmt(usd, 0)} | "
             f"{_fmt(t.requests)} | {_fmt(t.attempts)} | {t.throttle_rate:.2%} | "
             f"{_fmt(t.phantom_throttles)} | {t.failure_rate:.2%} | {_fmt(lat.p50)} | "
-            f"{_fmt(lat.p99)} | {_fmt(t.cu.peak_window_reserved, 0)} | "
+            f"{_p99(t)} | {_fmt(t.cu.peak_window_reserved, 0)} | "
             f"{_fmt(t.cu.peak_window_settled, 0)} | "
             f"{'meets' if t.meets_slo else 'fails'} |")
     return rows
@@ -178,6 +187,23 @@ def websockets_table(tiers: Sequence[TierSummary]) -> list[str]:
     return rows
 
 
+def margin_lines(summary: RunSummary) -> list[str]:
+    """The recommended tier's margin: its busiest 12-second window against its budget,
+    and its headroom when the run was asked for it (``--headroom``)."""
+    rec = summary.recommended
+    if rec.tier is None:
+        return [f"- {rec.headroom}", ""] if rec.headroom else []
+    t = summary.tier(rec.tier)
+    peak, budget = t.cu.peak_window_used, t.cu.limit
+    lines = [f"- margin: the busiest 12-second window used {_fmt(peak, 0)} CU of its "
+             f"{_fmt(budget, 0)} CU budget ({peak / budget:.0%}; "
+             f"{_fmt(budget - peak, 0)} CU to spare)" if budget else
+             f"- margin: the busiest 12-second window used {_fmt(peak, 0)} CU"]
+    if rec.headroom:
+        lines.append(f"- headroom: {rec.headroom}")
+    return [*lines, ""]
+
+
 def render(summary: RunSummary, plots: list[str]) -> str:
     """The Markdown report."""
     rec, slo, tiers = summary.recommended, summary.slo, summary.tiers
@@ -202,6 +228,7 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "",
         f"**{rec.tier or 'No tier'}** — {rec.reason}.",
         "",
+        *margin_lines(summary),
         "## Tiers",
         "",
         *tier_table(tiers),
@@ -209,7 +236,10 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "Throttle rate: attempts refused by the 12-second CU window (434, -32005, "
         "ws_cu_rejected) over all attempts. Phantom: throttles that would have fitted had "
         "in-flight reservations already settled. Latency: successful requests, first send "
-        "to final reply, retries included.",
+        "to final reply, retries included."
+        + (" †: a p99 over fewer than half of the tier's requests (most failed): the "
+           "latency of the few that succeeded, not comparable with other tiers' p99."
+           if any(_p99(t).endswith("†") for t in tiers) else ""),
         "",
         *accounts_table(tiers),
         "## Outcomes by tier (attempts)",

@@ -191,6 +191,13 @@ class TierSummary(_Frozen):
         return data
 
 
+def p99_comparable(requests: int, ok: int) -> bool:
+    """Whether a tier's p99 latency (over its successful requests) stands for its requests:
+    it does when at least half of them succeeded. A p99 over a few survivors of a tier
+    that fails most requests is not comparable with another tier's."""
+    return requests > 0 and 2 * ok >= requests
+
+
 class SloSummary(_Frozen):
     """The SLO the tiers were checked against."""
 
@@ -226,6 +233,16 @@ class Recommendation(_Frozen):
 
     tier: str | None
     reason: str
+    headroom: str | None = None
+    """``capsim run --headroom``: how far the load may grow before the recommended tier
+    stops meeting the SLO, in words; absent from the JSON otherwise."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_headroom(self, handler):
+        data = handler(self)
+        if self.headroom is None:
+            data.pop("headroom", None)
+        return data
 
 
 class PricingAssumption(_Frozen):
