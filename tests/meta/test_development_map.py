@@ -82,8 +82,10 @@ def documented(key: str, text: str = README) -> bool:
 def test_every_scenario_key_is_in_the_readme():
     keys = scenario_keys()
     assert len(keys) > 100 and "limiter.kind" in keys and "ws.daily_profile" in keys
-    missing = [k for k in keys if not documented(k)]
-    assert not missing, f"scenario keys the README never shows: {missing}"
+    # The README links docs/ for the details (README <= 300 lines): a key shown there counts.
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
+    missing = [k for k in keys if not documented(k) and not documented(k, docs)]
+    assert not missing, f"scenario keys neither the README nor docs/ shows: {missing}"
 
 
 @pytest.mark.parametrize(("key", "text", "found"), [
@@ -137,5 +139,9 @@ def test_the_slo_criteria_cover_every_limit_of_the_slo():
     from sim.results.summary import SLO_CRITERIA, SloSummary
 
     limits = [c.limit_field for c in SLO_CRITERIA]
-    assert set(limits) == set(SloSummary.model_fields) == set(Slo.model_fields)
+    # A switch, not a limit: the daily-allowance rule, read by slo_check and by the
+    # headroom search's breaks_first (sim.jobs.headroom) through lasts_h.
+    switches = {"allowance_must_last_day"}
+    assert (set(limits) == set(SloSummary.model_fields) - switches
+            == set(Slo.model_fields) - switches)
     assert len(set(limits)) == len(limits)
