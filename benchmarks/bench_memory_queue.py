@@ -11,19 +11,20 @@ a pool of 16 x 32 streams never queues. Each point is a fresh ``capsim run`` pro
 unqueued ones, divided by the closed-form queue, is the cost of one queued request
 (``sim.workload.size_estimate.BYTES_PER_QUEUED``). Every point also prints the
 estimate, so the two can be compared; results go to
-``benchmarks/results/memory_queue.json``.
+``benchmarks/results/memory_queue.json`` (``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from peak_child import CHILD, parse_peak
+from results import add_json_option, write
 
 SCENARIO = """name = "queue"
 duration = {duration}
@@ -68,7 +69,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=2000.0)
     parser.add_argument("--durations", default="100,200")
+    add_json_option(parser, "memory_queue")
     args = parser.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for d in (float(x) for x in args.durations.split(",")):
@@ -86,9 +89,11 @@ def main() -> None:
             per_queued.append((queued["peak_rss"] - free["peak_rss"])
                               / queued["queued_closed_form"])
     print("bytes per queued request: " + ", ".join(f"{b:.0f}" for b in per_queued))
-    out = Path(__file__).parent / "results" / "memory_queue.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"points": rows, "bytes_per_queued": per_queued}, indent=2) + "\n")
+    from sim.workload.size_estimate import BYTES_PER_QUEUED
+
+    write(args.json, "memory_queue", {
+        "rate": args.rate, "points": rows, "bytes_per_queued": [round(b) for b in per_queued],
+        "bytes_per_queued_assumed": BYTES_PER_QUEUED}, load_before=load_before)
 
 
 if __name__ == "__main__":

@@ -68,9 +68,8 @@ largest worker of a 10-minute run of the default scenario's 9 tiers)."""
 BYTES_PER_QUEUED = 400
 """Peak bytes one request waiting for an HTTP/2 stream costs (its request record and its
 place in the pool's queue). ``python3 benchmarks/bench_memory_queue.py --rate 2000
---durations 100,200`` measured 312 / 387 and 236 / 413 bytes in two runs (extra peak
-RSS over the same demand unqueued, per request of the closed-form queue; 462 and 589
-between the two points)."""
+--durations 100,200`` measured 312 / 387, 236 / 413 and 411 / 404 bytes in three runs
+(extra peak RSS over the same demand unqueued, per request of the closed-form queue)."""
 SAFETY_FRACTION = 0.8
 """Share of the available memory a run may plan to use."""
 _MAX_EXACT_SLOTS = 1_000_000
