@@ -51,7 +51,12 @@ def test_full_calibration_of_the_sample(sample, tmp_path):
         doc["agreement"]["compared_after"]
     # pricing.toml pastes into a scenario: valid [limiter] and [pricing] tables
     table = tomllib.loads((out / "pricing.toml").read_text())
-    LimiterSettings(**table["limiter"])
+    limiter = LimiterSettings(**table["limiter"])
+    # the sample was answered with refunds to the origin window (tests/calib_reference.py)
+    assert doc["refund_rule"] in ("origin-window", "both fit")
+    assert limiter.refund_to == "origin-window"
+    ph = doc["window_phase"]["from_decisions"]
+    assert ph["low_s"] <= 7.37 <= ph["high_s"]
     pricing = Pricing.model_validate(deep_merge(default_pricing_table(), table["pricing"]))
     assert pricing.rpc.cost("svc_call") == pytest.approx(23)
     html = (out / "report.html").read_text()

@@ -148,16 +148,21 @@ def _price_bounds(model: CostModel, exact: ExactFit | None) -> tuple[np.ndarray,
     return lo, hi
 
 
-def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray) -> list[DroppedRow]:
+def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray, flip: np.ndarray
+                  ) -> list[DroppedRow]:
     out = []
+    flip_set = set(flip.tolist())
     for d in np.sort(drop):
         i = int(ev.dec[d])
-        if rec.observed[i] == "ok":
-            why = ("recorded admitted, but at every price and phase that fit the other "
-                   "decisions its window already held too much for it")
+        if d not in flip_set:
+            why = ("in a 12-s window no price fits together with the rest; the window's "
+                   "decisions are left out whole")
+        elif rec.observed[i] == "ok":
+            why = ("recorded admitted, but its window already held too much for it at "
+                   "every price that fits the rest: read as throttled (mislabelled)")
         else:
-            why = ("recorded throttled, but at every price and phase that fit the other "
-                   "decisions its window had room for it")
+            why = ("recorded throttled, but its window had room for it at every price "
+                   "that fits the rest: read as admitted (mislabelled)")
         out.append(DroppedRow(int(rec.order[i]), float(rec.t_s[i]), str(rec.method[i]),
                               str(rec.observed[i]), why))
     return out
@@ -223,7 +228,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
             notes.append("no window phase, refund rule and prices fit the decisions, even "
                          "leaving some out; the given prices are kept")
         else:
-            dropped = _dropped_rows(rec, ev, ident.dropped)
+            dropped = _dropped_rows(rec, ev, ident.dropped, ident.flipped)
             notes += ident.notes
             if fit_phase:
                 settings = LimiterSettings(kind=settings.kind, refund_to=ident.rule,

@@ -35,7 +35,7 @@ for that pattern; another clipping pattern could in principle add a disjoint pie
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -79,6 +79,20 @@ class Events:
     ref_const: np.ndarray
     hard_A: np.ndarray           # phase-independent rows: hard_A @ theta <= hard_b
     hard_b: np.ndarray
+    rec: Recorded | None = None
+    model: CostModel | None = None
+
+
+def flipped(ev: Events, flip: np.ndarray | None) -> Events:
+    """``ev`` with the outcomes of the decisions ``flip`` (positions in ``ev.dec``) read
+    as the opposite: a row taken as mislabelled, so a recorded admission holds nothing in
+    its window and a recorded throttle holds its reservation."""
+    if flip is None or not len(flip) or ev.rec is None:
+        return ev
+    rows = ev.dec[flip]
+    observed = ev.rec.observed.copy()
+    observed[rows] = np.where(observed[rows] == "ok", "throttled", "ok")
+    return build_events(replace(ev.rec, observed=observed), ev.model)
 
 
 def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None) -> Events:
@@ -118,7 +132,7 @@ def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None)
         ref=refunds, ref_t=rec.t_s[refunds] + lat[refunds], ref_origin_t=rec.t_s[refunds],
         ref_vec=ref_vec[refunds], ref_const=ref_const[refunds],
         hard_A=np.vstack(rows_A) if k else np.zeros((0, 0)),
-        hard_b=np.concatenate(rows_b))
+        hard_b=np.concatenate(rows_b), rec=rec, model=model)
 
 
 def breakpoints(ev: Events) -> np.ndarray:
@@ -170,11 +184,13 @@ def _window(ev: Events, t: np.ndarray, phase: float) -> np.ndarray:
 
 
 def build_system(ev: Events, budget: float, phase: float, rule: str,
-                 clipped: np.ndarray | None = None, drop: np.ndarray | None = None
-                 ) -> System:
+                 clipped: np.ndarray | None = None, drop: np.ndarray | None = None,
+                 flip: np.ndarray | None = None) -> System:
     """The linear system of the decisions at ``phase`` under ``rule`` (module doc);
     ``clipped``: which cross-window refunds clip the counter at zero (current-window);
-    ``drop``: decisions (positions in ``ev.dec``) left out."""
+    ``drop``: decisions (positions in ``ev.dec``) not imposed; ``flip``: those of them
+    read as mislabelled (:func:`flipped`)."""
+    ev = flipped(ev, flip)
     k = ev.n_prices
     # events: 0 settle (refund), 1 decision, 2 reservation; a settle at the time of a
     # request comes first, a request's decision before its own reservation
@@ -260,8 +276,9 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
     return System(np.vstack(blocks_A), np.concatenate(blocks_b), len(A), cross, clipped)
 
 
-def _cross_after(ev: Events, budget: float, phase: float, rule: str, clipped, theta):
-    sys_ = build_system(ev, budget, phase, rule, clipped)
+def _cross_after(ev: Events, budget: float, phase: float, rule: str, clipped, theta,
+                 drop=None, flip=None):
+    sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
     m = len(sys_.cross)
     if not m:
         return sys_, np.zeros(0, bool)
@@ -302,12 +319,14 @@ def _rows(sys_: System, budget: float, scale: np.ndarray):
 
 def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
              lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
-             clipped: np.ndarray | None = None) -> tuple[System, np.ndarray] | None:
+             clipped: np.ndarray | None = None, flip: np.ndarray | None = None
+             ) -> tuple[System, np.ndarray] | None:
     """A feasible ``(system, theta)`` at ``phase`` under ``rule``, or None. Under
     ``current-window`` the clipping pattern is iterated to one consistent at the LP's own
-    point (at most 6 rounds)."""
+    point -- the most interior one, or where no point fits, the one of least worst
+    violation (at most 6 rounds)."""
     for _ in range(6):
-        sys_ = build_system(ev, budget, phase, rule, clipped, drop)
+        sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
         A, b = _rows(sys_, budget, scale)
         k = len(scale)
         if A.shape[0] == 0:
@@ -316,24 +335,26 @@ def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarr
         r = _lp(np.append(np.zeros(k), -1.0),
                 np.hstack([A, np.ones((len(A), 1))]), b,
                 _bounds_x(lo, hi, scale) + [(None, 1.0)])
-        if r.status != 0 or r.x[-1] < -_FEAS_TOL:
+        if r.status != 0:
             return None
         theta = r.x[:k] * scale
+        fits = r.x[-1] >= -_FEAS_TOL
         if not len(sys_.cross):
-            return sys_, theta
-        _, want = _cross_after(ev, budget, phase, rule, sys_.clipped, theta)
+            return (sys_, theta) if fits else None
+        # the pattern at this point (interior if it fits, least worst violation if not)
+        _, want = _cross_after(ev, budget, phase, rule, sys_.clipped, theta, drop, flip)
         if np.array_equal(want, sys_.clipped):
-            return sys_, theta
+            return (sys_, theta) if fits else None
         clipped = want
     return None
 
 
 def elastic(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
-            lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None
-            ) -> tuple[float, np.ndarray, np.ndarray]:
+            lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
+            flip: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
     """The least total violation (L1, in budgets) of the decisions at ``phase``: its value,
     each decision's violation and the prices reaching it."""
-    sys_ = build_system(ev, budget, phase, rule, None, drop)
+    sys_ = build_system(ev, budget, phase, rule, None, drop, flip)
     A, b = _rows(sys_, budget, scale)
     k, nd, m = len(scale), sys_.n_dec, A.shape[0]
     S = sp.vstack([sp.eye(nd, format="csr"), sp.csr_matrix((m - nd, nd))])
@@ -465,6 +486,7 @@ class Identified:
 
     fits: list[Fit]
     dropped: np.ndarray              # positions in Events.dec left out (fewest found)
+    flipped: np.ndarray              # those of them read as mislabelled
     low: np.ndarray
     high: np.ndarray
     ratio: dict[tuple[int, int], tuple[float, float]]
@@ -523,38 +545,64 @@ def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
 
 
 def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
-                 lo: np.ndarray, hi: np.ndarray, base_drop: np.ndarray | None = None
-                 ) -> np.ndarray | None:
-    """Decisions to leave out so that the rest fit (positions in ``ev.dec``), or None.
+                 lo: np.ndarray, hi: np.ndarray, max_windows: int = 40,
+                 max_flips: int = 3, top: int = 8) -> tuple[np.ndarray, np.ndarray] | None:
+    """Decisions to leave out so that the rest fit: ``(out, flip)``, positions in
+    ``ev.dec``; ``flip`` (a subset of ``out``) are read as mislabelled.
 
-    An exact minimum is a MILP with one binary per decision (big-M rows), which HiGHS
-    does not solve in seconds at 10,000 rows; instead the L1-elastic LP (least total
-    violation) names the rows it cannot meet, they are left out, repeated until the rest
-    fit (verified by an LP), and then every left-out row is tried back one at a time
-    (smallest violation first) and kept when the rest still fit. The set is therefore
-    minimal -- no row of it can be restored -- though not proven the smallest."""
-    drop = np.array([] if base_drop is None else base_drop, dtype=np.int64)
-    viol_of: dict[int, float] = {}
-    for _ in range(12):
-        val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi, drop)
+    An exact minimum is a MILP with one binary per decision, and worse: a mislabelled
+    row also changes what its window holds, so leaving it out is not enough (its
+    reservation is in the window or missing from it). Instead, by window: the L1-elastic
+    LP (least total violation) names the decision it misses most and its whole window is
+    left out (windows are independent, so the error cannot spread), until the rest fit
+    (an LP verifies it; at most ``max_windows``). Then each window left out is tried
+    back with up to ``max_flips`` of its decisions read as mislabelled: each of the
+    ``top`` decisions the elastic LP misses most is tried alone, and when none fits the
+    one missed most is kept flipped and the next tried; a window that still does not fit
+    stays out whole. No row is left out silently: the caller names every one."""
+    win = _window(ev, ev.dec_t, phase)
+    out = np.zeros(0, np.int64)
+    flip = np.zeros(0, np.int64)
+    gone: list[int] = []
+    for _ in range(max_windows):
+        if feasible(ev, budget, phase, rule, scale, lo, hi, out) is not None:
+            break
+        val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi, out)
         if not math.isfinite(val):
             return None
-        kept = np.setdiff1d(np.arange(len(ev.dec)), drop)
-        flagged = kept[viol > 1e-9]
-        if not flagged.size and feasible(ev, budget, phase, rule, scale, lo, hi, drop):
-            break
-        for f, v in zip(flagged, viol[viol > 1e-9], strict=True):
-            viol_of[int(f)] = float(v)
-        drop = np.union1d(drop, flagged)
+        kept = np.setdiff1d(np.arange(len(ev.dec)), out)
+        worst = kept[int(np.argmax(viol))]
+        gone.append(int(win[worst]))
+        out = np.union1d(out, np.flatnonzero(win == win[worst]))
     else:
         return None
-    if feasible(ev, budget, phase, rule, scale, lo, hi, drop) is None:
-        return None
-    for d in sorted(viol_of, key=viol_of.get):
-        trial = drop[drop != d]
-        if feasible(ev, budget, phase, rule, scale, lo, hi, trial) is not None:
-            drop = trial
-    return drop
+    for w in gone:
+        mine = np.flatnonzero(win == w)
+        trial_out = np.setdiff1d(out, mine)
+        trial_flip = flip.copy()
+        for _ in range(max_flips + 1):
+            if feasible(ev, budget, phase, rule, scale, lo, hi, trial_out,
+                        flip=trial_flip) is not None:
+                out, flip = trial_out, trial_flip
+                break
+            _val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi, trial_out,
+                                      flip=trial_flip)
+            kept = np.setdiff1d(np.arange(len(ev.dec)), trial_out)
+            ranked = kept[np.argsort(-viol)][:top]
+            ranked = ranked[win[ranked] == w]
+            if not ranked.size:
+                break
+            done = False
+            for r in ranked:  # the rows missed most, each alone
+                o, f = np.union1d(trial_out, [r]), np.union1d(trial_flip, [r])
+                if feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None:
+                    out, flip, done = o, f, True
+                    break
+            if done:
+                break
+            trial_out = np.union1d(trial_out, ranked[:1])
+            trial_flip = np.union1d(trial_flip, ranked[:1])
+    return out, flip
 
 
 def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -588,6 +636,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     order = np.argsort(np.abs(cands - centre_ph))
     tried = 0
     drop = np.zeros(0, np.int64)
+    flip = np.zeros(0, np.int64)
     start = None
     for i in order[:max_scan]:
         for rule in rules:
@@ -599,20 +648,27 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
             break
     if start is None:
         # no cell fits every decision: the fewest to drop, at the cells of least violation
+        # the fewest to drop under each rule, at its cell of least violation; the rule
+        # needing fewer wins
         probe = order[:max_scan][:: max(1, len(order[:max_scan]) // 9)]
         best = None
-        for i in probe:
-            for rule in rules:
+        for rule in rules:
+            here = None
+            for i in probe:
                 tried += 1
                 val = elastic(ev, budget, cands[i] % WINDOW_S, rule, scale, lo, hi)[0]
-                if best is None or val < best[0]:
-                    best = (val, int(i), rule)
+                if here is None or val < here[0]:
+                    here = (val, int(i))
+            if here is None:
+                continue
+            d = fewest_drops(ev, budget, cands[here[1]] % WINDOW_S, rule, scale, lo, hi)
+            if d is not None and (best is None or len(d[0]) < len(best[0][0])):
+                best = (d, here[1])
         if best is None:
             return None
-        d = fewest_drops(ev, budget, cands[best[1]] % WINDOW_S, best[2], scale, lo, hi)
-        if d is None:
-            return None
-        drop, start = d, best[1]
+        (drop, flip), start = best
+        notes.append(f"no phase, refund rule and prices fit every decision: {len(drop)} "
+                     f"left out ({len(flip)} of them read as mislabelled)")
     fits: list[Fit] = []
     for rule in rules:
         got: dict[int, Fit] = {}
@@ -621,7 +677,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
             if i in got:
                 return got[i]
             ph = cands[i] % WINDOW_S
-            f = feasible(ev, budget, ph, rule, scale, lo, hi, drop)
+            f = feasible(ev, budget, ph, rule, scale, lo, hi, drop, flip=flip)
             if f is None:
                 return None
             got[i] = Fit(ph, phase_cell(ev, ph), rule, f[0], f[1])
@@ -688,5 +744,5 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     ref = mid.phase
     lows = [ref + ((c[0] - ref + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2) for c in cells]
     highs = [lo_ + (c[1] - c[0]) for lo_, c in zip(lows, cells, strict=True)]
-    return Identified(fits, drop, low, high, ratio, theta, mid.phase, min(lows), max(highs),
+    return Identified(fits, drop, flip, low, high, ratio, theta, mid.phase, min(lows), max(highs),
                       rule, fit_rules, tried, len(chosen), notes)
