@@ -259,15 +259,25 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
             how = "decisions"
         elif has_low or has_high:
             how = "bounded"
-            if theta0[j] == theta0[j]:
-                value = float(np.clip(theta0[j], low, high))
         else:
             how = "not identified"
-            value = float(theta0[j])
         theta[j] = value
         prices.append(PriceFit(name, float(theta0[j]), value, how,
                                low if has_low or is_exact else None,
                                high if has_high else None, errors.get(name)))
+    if ident is not None:
+        # a price the data do not pin down keeps its given value where the decisions
+        # still all hold with it (else the centre's value stays)
+        loose = [j for j, p in enumerate(prices)
+                 if p.how in ("bounded", "not identified") and theta0[j] == theta0[j]]
+        if loose:
+            trial = theta.copy()
+            trial[loose] = theta0[loose]
+            sys_ = ident.system
+            if (sys_.A @ trial <= sys_.b + 1e-9 * budget).all():
+                theta = trial
+                prices = [replace(p, value=float(theta0[j])) if j in loose else p
+                          for j, p in enumerate(prices)]
     gas_caps: dict[str, GasCap] = {}
     if ident is not None:
         for (j, g), (a, b) in ident.ratio.items():

@@ -491,6 +491,7 @@ class Identified:
     high: np.ndarray
     ratio: dict[tuple[int, int], tuple[float, float]]
     theta: np.ndarray                # the point estimate (Chebyshev centre)
+    system: System                   # the system at the point's phase cell and rule
     phase: float
     phase_low: float
     phase_high: float
@@ -744,5 +745,5 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     ref = mid.phase
     lows = [ref + ((c[0] - ref + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2) for c in cells]
     highs = [lo_ + (c[1] - c[0]) for lo_, c in zip(lows, cells, strict=True)]
-    return Identified(fits, drop, flip, low, high, ratio, theta, mid.phase, min(lows), max(highs),
-                      rule, fit_rules, tried, len(chosen), notes)
+    return Identified(fits, drop, flip, low, high, ratio, theta, mid.system, mid.phase,
+                      min(lows), max(highs), rule, fit_rules, tried, len(chosen), notes)

@@ -1,0 +1,74 @@
+"""``capsim calibrate`` time against the number of decisions.
+
+Traces answered by the independent reference service of the tests
+(``tests/calib_reference.py``: hidden prices, window phase 7.37 s, origin-window
+refunds) from decisions alone (no ``cu`` column, Retry-After recorded), of growing
+length; each calibrated once (the whole ``calibrate``: load, phase screen, the LPs,
+replays before and after). The issue's bar: 10,000 rows in under a minute on this
+machine. Results go to ``benchmarks/results/bench_calibrate.json``.
+
+    python benchmarks/bench_calibrate.py [--sizes 1000 2500 5000 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from calib_reference import Hidden, demand, serve, to_canonical  # noqa: E402
+
+from sim.calibration import calibrate  # noqa: E402
+from sim.policy.pricing import Pricing, default_pricing_table  # noqa: E402
+from sim.policy.tiers import find_tier  # noqa: E402
+
+
+def trace_of(rows: int, folder: Path) -> tuple[Path, int]:
+    """A reference trace of about ``rows`` rows (the demand's duration scaled)."""
+    rng = np.random.default_rng(rows)
+    hidden = Hidden()
+    duration = rows / 19.0  # about 19 rows a second at these bursts
+    frame = serve(hidden, rng, demand(rng, duration_s=duration, burst_size=(40, 220)),
+                  record_cu=False)
+    path = folder / f"t{rows}.parquet"
+    to_canonical(frame, path)
+    return path, len(frame)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 2500, 5000, 10000])
+    args = ap.parse_args()
+    tier = find_tier("All 3 APIs")
+    pricing = Pricing.model_validate(default_pricing_table())
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            path, n = trace_of(size, Path(tmp))
+            t0 = time.perf_counter()
+            cal = calibrate(path, tier, pricing)
+            dt = time.perf_counter() - t0
+            row = {"rows": n, "decisions": cal.after.n_compared, "seconds": round(dt, 2),
+                   "agreement_after": cal.after.agreement, "lp_cells_tried": cal.lp_candidates,
+                   "phase_s": cal.settings_after.phase_s, "refund_rule": cal.refund_rule}
+            out.append(row)
+            print(f"{n:>7,} rows  {cal.after.n_compared:>7,} decisions  {dt:6.1f} s  "
+                  f"agreement {100 * cal.after.agreement:.2f} %  cells {cal.lp_candidates}",
+                  flush=True)
+    dest = HERE / "results" / "bench_calibrate.json"
+    dest.parent.mkdir(exist_ok=True)
+    dest.write_text(json.dumps({"bench": "calibrate", "limit_s_at_10000_rows": 60,
+                                "runs": out}, indent=2) + "\n")
+    print(f"wrote {dest.relative_to(HERE.parent)}")
+
+
+if __name__ == "__main__":
+    main()
