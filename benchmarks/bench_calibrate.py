@@ -27,8 +27,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from calib_reference import Hidden, demand, serve, to_canonical  # noqa: E402
 
 from sim.calibration import calibrate  # noqa: E402
-from sim.policy.pricing import Pricing, default_pricing_table  # noqa: E402
-from sim.policy.tiers import find_tier  # noqa: E402
+from sim.config.pricing import Pricing, default_pricing_table  # noqa: E402
+from sim.config.tiers import find_tier  # noqa: E402
 
 
 def trace_of(rows: int, folder: Path) -> tuple[Path, int]:

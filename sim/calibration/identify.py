@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..vocabulary import WINDOW_S
+from ..core.vocabulary import WINDOW_S
 from .costs import CostModel
 from .recorded import KIND_SIZE, Recorded
 
