@@ -17,8 +17,8 @@ import pytest
 from calib_reference import T0_NS, Hidden, demand, mislabel, serve, to_canonical
 
 from sim.calibration import calibrate
-from sim.config.scenario import LimiterSettings
 from sim.config.pricing import Pricing, default_pricing_table
+from sim.config.scenario import LimiterSettings
 from sim.config.tiers import find_tier
 
 TIER = find_tier("All 3 APIs")
