@@ -32,7 +32,7 @@ from .exact import ExactFit, fit_exact
 from .identify import RULES, Events, Identified, Scaled, build_events, identify
 from .phase import PhaseEstimate, phase_from_retry_after
 from .recorded import Recorded, load_recorded
-from .replay import Account, Prediction, predict_recorded
+from .replay import Account, Prediction, costs_of, predict_recorded, replay
 from .search import Interval
 
 FITS = ("phase", "cu", "decisions")
@@ -216,7 +216,14 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
                      else rec.utc_day_offset_s % WINDOW_S)
         rules = RULES if fit_phase else (settings.refund_to,)
         arc = None if phase is None else (phase.low - 0.05, phase.high + 0.05)
-        kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0)
+
+        def predict(th: np.ndarray, ph: float, rule: str) -> np.ndarray:
+            st = LimiterSettings(kind=settings.kind, refund_to=rule, alignment="utc",
+                                 phase_s=ph % WINDOW_S)
+            return replay(rec, *costs_of(rec, model, th), account, st)
+
+        kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0,
+                  predict=predict)
         ident = identify(ev, budget, scale, lo, hi, **kw)
         if ident is None and exact is not None:
             notes.append("no price fits the decisions with the bill's least-squares prices "

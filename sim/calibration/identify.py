@@ -35,6 +35,7 @@ for that pattern; another clipping pattern could in principle add a disjoint pie
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,6 +47,8 @@ from .costs import CostModel
 from .recorded import KIND_SIZE, Recorded
 
 RULES = ("origin-window", "current-window")
+Predict = Callable[[np.ndarray, float, str], np.ndarray]
+"""``predict(theta, phase, rule)``: the replay's predicted class of every trace row."""
 THROTTLE_MARGIN = 1e-6
 """A throttled request's window plus its reservation exceeds the budget by at least this
 fraction of the budget (see the module doc)."""
@@ -547,7 +550,8 @@ def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
 
 def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
                  lo: np.ndarray, hi: np.ndarray, max_windows: int = 40,
-                 max_flips: int = 3, top: int = 8) -> tuple[np.ndarray, np.ndarray] | None:
+                 max_flips: int = 3, top: int = 8, predict: Predict | None = None
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Decisions to leave out so that the rest fit: ``(out, flip)``, positions in
     ``ev.dec``; ``flip`` (a subset of ``out``) are read as mislabelled.
 
@@ -557,7 +561,9 @@ def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.n
     LP (least total violation) names the decision it misses most and its whole window is
     left out (windows are independent, so the error cannot spread), until the rest fit
     (an LP verifies it; at most ``max_windows``). Then each window left out is tried
-    back with up to ``max_flips`` of its decisions read as mislabelled: each of the
+    back with up to ``max_flips`` of its decisions read as mislabelled: first those the
+    replay (``predict``) at an interior point of the rest's prices predicts otherwise
+    than recorded, all together; failing that, each of the
     ``top`` decisions the elastic LP misses most is tried alone, and when none fits the
     one missed most is kept flipped and the next tried; a window that still does not fit
     stays out whole. No row is left out silently: the caller names every one."""
@@ -577,9 +583,21 @@ def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.n
         out = np.union1d(out, np.flatnonzero(win == win[worst]))
     else:
         return None
+    guess = None
+    if gone and predict is not None:
+        rest = feasible(ev, budget, phase, rule, scale, lo, hi, out)
+        if rest is not None:
+            pred = predict(rest[1], phase, rule)[ev.dec]
+            guess = pred != np.where(ev.dec_admitted, "ok", "throttled")
     for w in gone:
         mine = np.flatnonzero(win == w)
         trial_out = np.setdiff1d(out, mine)
+        if guess is not None and 0 < guess[mine].sum() <= max_flips:
+            odd = mine[guess[mine]]
+            o, f = np.union1d(trial_out, odd), np.union1d(flip, odd)
+            if feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None:
+                out, flip = o, f
+                continue
         trial_flip = flip.copy()
         for _ in range(max_flips + 1):
             if feasible(ev, budget, phase, rule, scale, lo, hi, trial_out,
@@ -610,7 +628,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
              *, arc: tuple[float, float] | None = None, rules: tuple[str, ...] = RULES,
              ratios: tuple[tuple[int, int], ...] = (), fixed_phase: float | None = None,
              prefer: np.ndarray | None = None, max_projections: int = 8,
-             max_scan: int = 60) -> Identified | None:
+             max_scan: int = 60, predict: Predict | None = None) -> Identified | None:
     """The phase cells and refund rules at which the decisions (all but the fewest
     dropped) fit, and the prices' joint projection over them (module doc).
 
@@ -662,48 +680,74 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
                     here = (val, int(i))
             if here is None:
                 continue
-            d = fewest_drops(ev, budget, cands[here[1]] % WINDOW_S, rule, scale, lo, hi)
+            d = fewest_drops(ev, budget, cands[here[1]] % WINDOW_S, rule, scale, lo, hi,
+                             predict=predict)
             if d is not None and (best is None or len(d[0]) < len(best[0][0])):
                 best = (d, here[1])
         if best is None:
             return None
         (drop, flip), start = best
+    def grow(drop: np.ndarray, flip: np.ndarray, start: int) -> tuple[list[Fit], int]:
+        """The feasible run of cells around ``start`` under each rule."""
+        fits: list[Fit] = []
+        n = 0
+        for rule in rules:
+            got: dict[int, Fit] = {}
+
+            def at(i: int, rule=rule, got=got) -> Fit | None:
+                if i in got:
+                    return got[i]
+                ph = cands[i] % WINDOW_S
+                f = feasible(ev, budget, ph, rule, scale, lo, hi, drop, flip=flip)
+                if f is None:
+                    return None
+                got[i] = Fit(ph, phase_cell(ev, ph), rule, f[0], f[1])
+                return got[i]
+
+            first = at(start)
+            n += 1
+            if first is None:
+                # this rule may fit a little further along the run
+                for i in order[:max_scan]:
+                    n += 1
+                    if at(int(i)) is not None:
+                        first = got[int(i)]
+                        break
+            if first is None:
+                continue
+            s0 = next(i for i, f in got.items() if f is first)
+            for step in (-1, 1):
+                i = s0 + step
+                while 0 <= i < len(cands):
+                    n += 1
+                    if at(i) is None:
+                        break
+                    i += step
+            fits += [got[i] for i in sorted(got)]
+        return fits, n
+
+    fits, n = grow(drop, flip, start)
+    tried += n
+    for _round in range(3 if len(drop) else 0):
+        # the drops were found at a probe cell; found again at the ends and the middle
+        # of the run they allow, they may be fewer (a cell off the true phase costs
+        # extra windows)
+        if not fits:
+            break
+        better = None
+        for f in {id(x): x for x in (fits[0], fits[len(fits) // 2], fits[-1])}.values():
+            d = fewest_drops(ev, budget, f.phase, f.rule, scale, lo, hi, predict=predict)
+            if d is not None and len(d[0]) < len(drop) and (
+                    better is None or len(d[0]) < len(better[0][0])):
+                better = (d, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
+        if better is None:
+            break
+        (drop, flip), i_best = better
+        fits, n = grow(drop, flip, i_best)
+        tried += n
+    if drop.size:
         notes.append(f"no phase, refund rule and prices fit every decision: {len(drop)} "
                      f"left out ({len(flip)} of them read as mislabelled)")
-    fits: list[Fit] = []
-    for rule in rules:
-        got: dict[int, Fit] = {}
-
-        def at(i: int, rule=rule, got=got) -> Fit | None:
-            if i in got:
-                return got[i]
-            ph = cands[i] % WINDOW_S
-            f = feasible(ev, budget, ph, rule, scale, lo, hi, drop, flip=flip)
-            if f is None:
-                return None
-            got[i] = Fit(ph, phase_cell(ev, ph), rule, f[0], f[1])
-            return got[i]
-
-        first = at(start)
-        tried += 1
-        if first is None:
-            # this rule may fit a little further along the run
-            for i in order[:max_scan]:
-                tried += 1
-                if at(int(i)) is not None:
-                    first = got[int(i)]
-                    break
-        if first is None:
-            continue
-        s0 = next(i for i, f in got.items() if f is first)
-        for step in (-1, 1):
-            i = s0 + step
-            while 0 <= i < len(cands):
-                tried += 1
-                if at(i) is None:
-                    break
-                i += step
-        fits += [got[i] for i in sorted(got)]
     if not fits:
         return None
     fit_rules = tuple(r for r in rules if any(f.rule == r for f in fits))
