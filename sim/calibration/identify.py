@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import combinations
 
 import numpy as np
 import scipy.sparse as sp
@@ -565,8 +566,9 @@ def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.n
     replay (``predict``) at an interior point of the rest's prices predicts otherwise
     than recorded, all together; failing that, each of the
     ``top`` decisions the elastic LP misses most is tried alone, and when none fits the
-    one missed most is kept flipped and the next tried; a window that still does not fit
-    stays out whole. No row is left out silently: the caller names every one."""
+    one missed most is kept flipped and the next tried; then the smallest subset of the
+    flips found that still fits is kept. A window that does not fit stays out whole.
+    No row is left out silently: the caller names every one."""
     win = _window(ev, ev.dec_t, phase)
     out = np.zeros(0, np.int64)
     flip = np.zeros(0, np.int64)
@@ -589,38 +591,49 @@ def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.n
         if rest is not None:
             pred = predict(rest[1], phase, rule)[ev.dec]
             guess = pred != np.where(ev.dec_admitted, "ok", "throttled")
+    def fits(o: np.ndarray, f: np.ndarray) -> bool:
+        return feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None
+
     for w in gone:
         mine = np.flatnonzero(win == w)
-        trial_out = np.setdiff1d(out, mine)
+        base_out = np.setdiff1d(out, mine)
+        found = None
         if guess is not None and 0 < guess[mine].sum() <= max_flips:
             odd = mine[guess[mine]]
-            o, f = np.union1d(trial_out, odd), np.union1d(flip, odd)
-            if feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None:
-                out, flip = o, f
-                continue
-        trial_flip = flip.copy()
-        for _ in range(max_flips + 1):
-            if feasible(ev, budget, phase, rule, scale, lo, hi, trial_out,
-                        flip=trial_flip) is not None:
-                out, flip = trial_out, trial_flip
-                break
-            _val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi, trial_out,
-                                      flip=trial_flip)
-            kept = np.setdiff1d(np.arange(len(ev.dec)), trial_out)
-            ranked = kept[np.argsort(-viol)][:top]
-            ranked = ranked[win[ranked] == w]
-            if not ranked.size:
-                break
-            done = False
-            for r in ranked:  # the rows missed most, each alone
-                o, f = np.union1d(trial_out, [r]), np.union1d(trial_flip, [r])
-                if feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None:
-                    out, flip, done = o, f, True
+            if fits(np.union1d(base_out, odd), np.union1d(flip, odd)):
+                found = odd
+        if found is None:
+            trial = np.zeros(0, np.int64)
+            for _ in range(max_flips + 1):
+                if fits(np.union1d(base_out, trial), np.union1d(flip, trial)):
+                    found = trial
                     break
-            if done:
+                _val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi,
+                                          np.union1d(base_out, trial),
+                                          flip=np.union1d(flip, trial))
+                kept = np.setdiff1d(np.arange(len(ev.dec)), np.union1d(base_out, trial))
+                ranked = kept[np.argsort(-viol)][:top]
+                ranked = ranked[win[ranked] == w]
+                if not ranked.size:
+                    break
+                for r in ranked:  # the rows missed most, each alone
+                    t2 = np.union1d(trial, [r])
+                    if fits(np.union1d(base_out, t2), np.union1d(flip, t2)):
+                        found = t2
+                        break
+                if found is not None:
+                    break
+                trial = np.union1d(trial, ranked[:1])
+        if found is None:
+            continue  # the window stays out whole
+        # the smallest subset of what was found that still fits
+        for size in range(1, len(found)):
+            sub = next((np.array(c) for c in combinations(found.tolist(), size)
+                        if fits(np.union1d(base_out, c), np.union1d(flip, c))), None)
+            if sub is not None:
+                found = sub
                 break
-            trial_out = np.union1d(trial_out, ranked[:1])
-            trial_flip = np.union1d(trial_flip, ranked[:1])
+        out, flip = np.union1d(base_out, found), np.union1d(flip, found)
     return out, flip
 
 
@@ -740,6 +753,16 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
             if d is not None and len(d[0]) < len(drop) and (
                     better is None or len(d[0]) < len(better[0][0])):
                 better = (d, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
+        # every cell of the run: the rows the replay at an interior point predicts
+        # otherwise than recorded, all read as mislabelled (one replay and one LP)
+        if predict is not None:
+            for f in fits:
+                pred = predict(f.theta, f.phase, f.rule)[ev.dec]
+                odd = np.flatnonzero(pred != np.where(ev.dec_admitted, "ok", "throttled"))
+                size = len(drop) if better is None else len(better[0][0])
+                if 0 < len(odd) < size and feasible(ev, budget, f.phase, f.rule, scale, lo,
+                                                    hi, odd, flip=odd) is not None:
+                    better = ((odd, odd), int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
         if better is None:
             break
         (drop, flip), i_best = better
