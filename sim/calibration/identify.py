@@ -435,10 +435,45 @@ def centre(sys_: System, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     xb = _bounds_x(lo, hi, scale)
     bounds = [(None if bd[0] is None else bd[0] / w[j],
                None if bd[1] is None else bd[1] / w[j]) for j, bd in enumerate(xb)]
+    # the ball stays inside the price bounds too (held prices excepted)
+    extra, rhs = [], []
+    for j, (zl, zh) in enumerate(bounds):
+        if zl is not None and zh is not None and zh - zl <= 0:
+            continue
+        e = np.zeros(k + 1)
+        if zl is not None:
+            e[j], e[k] = -1.0, 1.0
+            extra.append(e.copy())
+            rhs.append(-zl)
+        if zh is not None:
+            e[j], e[k] = 1.0, 1.0
+            extra.append(e.copy())
+            rhs.append(zh)
+    if extra:
+        A_ub, b = np.vstack([A_ub, np.array(extra)]), np.concatenate([b, rhs])
     r = _lp(np.append(np.zeros(k), -1.0), A_ub, b, bounds + [(0, None)])
-    if r.status != 0:
-        return None
+    if r.status != 0 or r.x[-1] < 1e-6:
+        return None  # no room: the set is flat in some direction (see vertex_mean)
     return r.x[:k] * w * scale
+
+
+def vertex_mean(sys_: System, budget: float, scale: np.ndarray, lo: np.ndarray,
+                hi: np.ndarray) -> np.ndarray | None:
+    """The mean of the points where each price reaches its min and its max over the
+    system: in the set (a convex combination of its points), central among its extremes;
+    the point estimate where the set is too flat for a Chebyshev ball."""
+    A, b = _rows(sys_, budget, scale)
+    k = len(scale)
+    bounds = _bounds_x(lo, hi, scale)
+    pts = []
+    for j in range(k):
+        for sgn in (1.0, -1.0):
+            c = np.zeros(k)
+            c[j] = sgn
+            r = _lp(c, A, b, bounds)
+            if r.status == 0:
+                pts.append(r.x * scale)
+    return np.mean(pts, axis=0) if pts else None
 
 
 # -- the phase ------------------------------------------------------------------------
@@ -527,9 +562,10 @@ def _arc_runs(grid: np.ndarray, hit: np.ndarray) -> list[tuple[float, float]]:
 
 
 def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
-                 ) -> tuple[float, float]:
-    """The arc of phases with the fewest price-free contradictions
-    (:func:`contradictions_at`), within ``arc`` (from Retry-After) when given."""
+                 ) -> list[tuple[float, float]]:
+    """The arcs of phases with the fewest price-free contradictions
+    (:func:`contradictions_at`) on a ``step`` grid, within ``arc`` (from Retry-After)
+    when given; each widened by one step either side (``high`` may exceed 12)."""
     if arc is None:
         grid = np.arange(0.0, WINDOW_S, step)
     else:
@@ -541,12 +577,7 @@ def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
     else:
         runs = [(grid[r[0]], grid[r[-1]]) for r in np.split(
             np.flatnonzero(hit), np.flatnonzero(np.diff(np.flatnonzero(hit)) > 1) + 1)]
-    best = int(np.argmin(score))
-    g = grid[best]
-    for lo, hi in runs:
-        if lo - 1e-9 <= g <= hi + 1e-9 or lo - 1e-9 <= g + WINDOW_S <= hi + 1e-9:
-            return lo - step, hi + step
-    return g - step, g + step
+    return [(lo - step, hi + step) for lo, hi in runs]
 
 
 def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
@@ -641,65 +672,96 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
              *, arc: tuple[float, float] | None = None, rules: tuple[str, ...] = RULES,
              ratios: tuple[tuple[int, int], ...] = (), fixed_phase: float | None = None,
              prefer: np.ndarray | None = None, max_projections: int = 8,
-             max_scan: int = 60, predict: Predict | None = None) -> Identified | None:
+             max_scan: int = 60, max_arcs: int = 4, predict: Predict | None = None
+             ) -> Identified | None:
     """The phase cells and refund rules at which the decisions (all but the fewest
     dropped) fit, and the prices' joint projection over them (module doc).
 
-    The phase is screened first without an LP (:func:`screen_phase`: the arc of fewest
-    price-free contradictions, inside the Retry-After ``arc`` if any); the candidate
-    cells in it are tried from its middle outwards until one fits, then the feasible run
+    The phase is screened first without an LP (:func:`screen_phase`: the arcs of fewest
+    price-free contradictions, inside the Retry-After ``arc`` if any; the least violated
+    at its centre first, at most ``max_arcs``); the candidate cells in an arc are tried
+    from its middle outwards until one fits, then the feasible run
     is grown cell by cell on each side until a cell fails (the feasible phases are taken
     to be one run). Prices are projected on every feasible cell when there are at most
     ``max_projections``, else on that many spread over the run, both ends included.
-    The point estimate is the Chebyshev centre (:func:`centre`) at the run's middle cell;
+    The point estimate is the Chebyshev centre (:func:`centre`) at the run's middle cell,
+    or where the set is too flat for one, the mean of its extreme points
+    (:func:`vertex_mean`);
     a price the data do not bound above is held there at ``prefer`` (its given value)
     raised to its lower bound."""
     notes: list[str] = []
     if fixed_phase is not None:
-        cands = np.array([fixed_phase % WINDOW_S])
-        centre_ph = cands[0]
+        arcs = [(fixed_phase % WINDOW_S, fixed_phase % WINDOW_S)]
     else:
-        a_lo, a_hi = screen_phase(ev, arc)
-        cands = candidate_phases(ev, a_lo, a_hi)
-        centre_ph = 0.5 * (a_lo + a_hi) % WINDOW_S
-        # unwrap relative to the centre and sort
-        rel = (cands - centre_ph + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2
-        cands = (centre_ph + rel[np.argsort(rel)])
-    order = np.argsort(np.abs(cands - centre_ph))
+        arcs = screen_phase(ev, arc)
     tried = 0
+
+    def cells_of(a_lo: float, a_hi: float) -> tuple[np.ndarray, np.ndarray, float]:
+        centre_ph = 0.5 * (a_lo + a_hi) % WINDOW_S
+        if fixed_phase is not None:
+            c = np.array([centre_ph])
+        else:
+            c = candidate_phases(ev, a_lo, a_hi)
+            # unwrap relative to the centre and sort
+            rel = (c - centre_ph + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2
+            c = centre_ph + np.sort(rel)
+        return c, np.argsort(np.abs(c - centre_ph)), centre_ph
+
+    arc_cells = [cells_of(*a) for a in arcs]
+    if len(arc_cells) > 1:
+        # several arcs free of contradictions: the least violated (at its centre) first
+        def violation(ac) -> float:
+            c, o, _ = ac
+            return min(elastic(ev, budget, c[o[0]] % WINDOW_S, r, scale, lo, hi)[0]
+                       for r in rules)
+        tried += len(arc_cells) * len(rules)
+        arc_cells.sort(key=violation)
     drop = np.zeros(0, np.int64)
     flip = np.zeros(0, np.int64)
     start = None
-    for i in order[:max_scan]:
-        for rule in rules:
-            tried += 1
-            if feasible(ev, budget, cands[i] % WINDOW_S, rule, scale, lo, hi) is not None:
-                start = int(i)
-                break
-        if start is not None:
-            break
-    if start is None:
-        # no cell fits every decision: the fewest to drop, at the cells of least violation
-        # the fewest to drop under each rule, at its cell of least violation; the rule
-        # needing fewer wins
-        probe = order[:max_scan][:: max(1, len(order[:max_scan]) // 9)]
-        best = None
-        for rule in rules:
-            here = None
-            for i in probe:
+    fitting_arcs = 0
+    for c, o, _centre in arc_cells[:max_arcs]:
+        here = None
+        for i in o[:max_scan]:
+            for rule in rules:
                 tried += 1
-                val = elastic(ev, budget, cands[i] % WINDOW_S, rule, scale, lo, hi)[0]
-                if here is None or val < here[0]:
-                    here = (val, int(i))
-            if here is None:
-                continue
-            d = fewest_drops(ev, budget, cands[here[1]] % WINDOW_S, rule, scale, lo, hi,
-                             predict=predict)
-            if d is not None and (best is None or len(d[0]) < len(best[0][0])):
-                best = (d, here[1])
+                if feasible(ev, budget, c[i] % WINDOW_S, rule, scale, lo, hi) is not None:
+                    here = int(i)
+                    break
+            if here is not None:
+                break
+        if here is not None:
+            fitting_arcs += 1
+            if start is None:
+                cands, order, start = c, o, here
+    if fitting_arcs > 1:
+        notes.append(f"the decisions fit phases in {fitting_arcs} separate arcs; the least "
+                     "violated is reported (a longer trace or Retry-After would tell them "
+                     "apart)")
+    if start is None:
+        # no cell fits every decision: the fewest to drop under each rule, at its cell
+        # of least violation (a spread of probes over the arcs); the rule and arc
+        # needing fewer win
+        best = None
+        for c, o, _ in arc_cells[:max_arcs]:
+            probe = o[:max_scan][:: max(1, len(o[:max_scan]) // 9)]
+            for rule in rules:
+                here = None
+                for i in probe:
+                    tried += 1
+                    val = elastic(ev, budget, c[i] % WINDOW_S, rule, scale, lo, hi)[0]
+                    if here is None or val < here[0]:
+                        here = (val, int(i))
+                if here is None:
+                    continue
+                d = fewest_drops(ev, budget, c[here[1]] % WINDOW_S, rule, scale, lo, hi,
+                                 predict=predict)
+                if d is not None and (best is None or len(d[0]) < len(best[0][0])):
+                    best = (d, here[1], c, o)
         if best is None:
             return None
-        (drop, flip), start = best
+        (drop, flip), start, cands, order = best
+
     def grow(drop: np.ndarray, flip: np.ndarray, start: int) -> tuple[list[Fit], int]:
         """The feasible run of cells around ``start`` under each rule."""
         fits: list[Fit] = []
@@ -805,6 +867,8 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     c_lo = np.where(unbounded, held, np.maximum(lo, low))
     c_hi = np.where(unbounded, held, high)
     theta = centre(mid.system, budget, scale, c_lo, c_hi, width)
+    if theta is None:
+        theta = vertex_mean(mid.system, budget, scale, c_lo, c_hi)
     if theta is None:
         theta = mid.theta
     # the phase interval: the cells' union (unwrapped around the middle)
