@@ -170,3 +170,36 @@ def mislabel(frame: pd.DataFrame, rng: np.random.Generator, n: int) -> tuple[pd.
         if "cu" in out.columns:
             out.loc[out.index[i], "cu"] = np.nan
     return out, pick
+
+
+SAMPLE_KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"
+
+
+def sample_frame(seed: int = 2024, duration_s: float = 300.0) -> pd.DataFrame:
+    """The shipped ``workloads/traces/calibration-sample.csv``: the reference with its
+    default hidden prices and phase (``Hidden()``), ``cu`` and Retry-After recorded, one
+    API key, ISO-8601 timestamps (regenerate with ``python tests/calib_reference.py``)."""
+    rng = np.random.default_rng(seed)
+    frame = serve(Hidden(), rng, demand(rng, duration_s=duration_s, burst_size=(40, 220)))
+    frame = frame.sort_values("time_ns", kind="stable").reset_index(drop=True)
+    ts = pd.to_datetime(frame["time_ns"], unit="ns", utc=True)
+    out = pd.DataFrame({"timestamp": ts.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")})
+    for col in ("api", "method"):
+        out[col] = frame[col]
+    out["key"] = SAMPLE_KEY
+    for col in ("items", "profiles", "gas_used", "cu", "status", "latency_ms",
+                "retry_after_s"):
+        out[col] = frame[col] if col in frame.columns else None
+    out["latency_ms"] = out["latency_ms"].round(1)
+    out["items"] = out["items"].astype("Int64")
+    out["gas_used"] = out["gas_used"].astype("Int64")
+    out["retry_after_s"] = out["retry_after_s"].astype("Int64")
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    dest = sys.argv[1] if len(sys.argv) > 1 else "workloads/traces/calibration-sample.csv"
+    sample_frame().to_csv(dest, index=False)
+    print(f"wrote {dest}")

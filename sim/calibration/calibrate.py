@@ -175,6 +175,8 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     ``tier`` (module doc)."""
     settings = limiter_settings or LimiterSettings()
     rec = load_recorded(trace)
+    if "cu" not in fit:  # decisions alone: the bill is not read, not even as settlements
+        rec = replace(rec, cu=np.full(len(rec), np.nan))
     model = build_cost_model(rec, pricing)
     theta0 = model.theta_of(pricing)
     account = Account.of(tier, pricing)
