@@ -1,7 +1,7 @@
 """``capsim calibrate`` time against the number of decisions.
 
 Traces answered by the independent reference service of the tests
-(``tests/calib_reference.py``: hidden prices, window phase 7.37 s, origin-window
+(``tests/helpers/calib_reference.py``: hidden prices, window phase 7.37 s, origin-window
 refunds) from decisions alone (no ``cu`` column, Retry-After recorded), of growing
 length; each calibrated once (the whole ``calibrate``: load, phase screen, the LPs,
 replays before and after). The issue's bar: 10,000 rows in under a minute on this
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "helpers"))
 
 from calib_reference import Hidden, demand, serve, to_canonical  # noqa: E402
 
