@@ -119,3 +119,19 @@ def test_calibration_feeds_prices_phase_refund_rule_and_ranges(tmp_path):
     bad = CliRunner().invoke(main, ["run", scenario(tmp_path, 10.0, None), "--calibration",
                                     str(tmp_path / "none")])
     assert bad.exit_code == 2 and "no such calibration" in bad.output
+
+
+def test_headroom_takes_a_calibration(tmp_path):
+    """capsim headroom --calibration prices every run at the calibration's svc_call: the
+    closed form's headroom of T1800 is L / (12 r c) = 1800 / (60 * 23)."""
+    cal = {"prices": [], "pricing": {"rpc": {"method_cu": {"svc_call": 23.0}}},
+           "limiter": {"alignment": "epoch", "refund_to": "origin-window"}, "gas_caps": {}}
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(cal))
+    result = CliRunner().invoke(main, ["headroom", scenario(tmp_path, 10.0, None), "--tier",
+                                       "T1800", "--calibration", str(path), "--json",
+                                       "--tolerance", "0.01"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    (tier,) = doc["tiers"]
+    assert tier["headroom"] == pytest.approx(1800 / (12 * RATE * 23.0), rel=0.03)
