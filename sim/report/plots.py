@@ -430,7 +430,9 @@ def tornado_figure(rec):
     ax.set_title(f"How sure: recommended {rec.tier or 'none'} at the estimates; red: the "
                  "range alone flips it", fontsize=9)
     ax.invert_yaxis()
-    ax.margins(x=0.35)
+    ends = [x for r in rows for x in (r.low / (r.estimate or 1.0), r.high / (r.estimate or 1.0))
+            if x > 0] or [1.0]
+    ax.set_xlim(min(min(ends), 1.0) / 2.5, max(max(ends), 1.0) * 2.5)  # room for the names
     fig.tight_layout()
     return fig
 
