@@ -5,16 +5,16 @@ Traces answered by the independent reference service of the tests
 refunds) from decisions alone (no ``cu`` column, Retry-After recorded), of growing
 length; each calibrated once (the whole ``calibrate``: load, phase screen, the LPs,
 replays before and after), beside a floor measured in the same run: one replay of the
-same trace as recorded. The issue's bar: 10,000 rows in under a minute on this machine.
-Results go to ``benchmarks/results/bench_calibrate.json``.
+same trace as recorded. The bar: 10,000 rows in under a minute on this machine.
+Results go to ``benchmarks/results/calibrate.json`` (``--json PATH``).
 
-    python benchmarks/bench_calibrate.py [--sizes 1000 2500 5000 10000]
+    python benchmarks/bench_calibrate.py [--sizes 1000 2500 5000 10000] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 import tempfile
 import time
@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "helpers"))
 
 from calib_reference import Hidden, demand, serve, to_canonical  # noqa: E402
+from results import add_json_option, write  # noqa: E402
 
 from sim.calibration import calibrate, predict_as_recorded  # noqa: E402
 from sim.config.pricing import Pricing, default_pricing_table  # noqa: E402
@@ -48,7 +49,9 @@ def trace_of(rows: int, folder: Path) -> tuple[Path, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 2500, 5000, 10000])
+    add_json_option(ap, "calibrate")
     args = ap.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     tier = find_tier("All 3 APIs")
     pricing = Pricing.model_validate(default_pricing_table())
     out = []
@@ -72,12 +75,8 @@ def main() -> None:
                   f"({dt / floor:.0f}x one replay)  agreement "
                   f"{100 * cal.after.agreement:.2f} %  cells {cal.lp_candidates}",
                   flush=True)
-    dest = HERE / "results" / "bench_calibrate.json"
-    dest.parent.mkdir(exist_ok=True)
-    dest.write_text(json.dumps({"bench": "calibrate", "limit_s_at_10000_rows": 60,
-                                "runs": out}, indent=2) + "\n")
-    print(f"wrote {dest.relative_to(HERE.parent)}")
-
+    write(args.json, "calibrate", {"limit_s_at_10000_rows": 60, "runs": out},
+          load_before=load_before)
 
 if __name__ == "__main__":
     main()
