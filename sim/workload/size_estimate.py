@@ -131,6 +131,8 @@ class SizeEstimate:
         text = f"about {_num(self.requests)} requests per tier ({parts}{more})"
         if self.deliveries:
             text += f" and {_num(self.deliveries)} websocket deliveries"
+        if self.queued:
+            text += f", up to {_num(self.queued)} waiting for an HTTP/2 stream at once"
         return text + f" on {self.tiers} tier(s)"
 
 
