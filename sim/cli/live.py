@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from .options import set_option
+
 
 def _loaded(scenario, overrides):
     from ..api import load_scenario
@@ -14,9 +16,7 @@ def _loaded(scenario, overrides):
     return load_scenario(scenario, overrides=overrides)
 
 
-def _set_option(f):
-    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-                        help="Override a scenario value (value parsed as TOML).")(f)
+_set_option = set_option()
 
 
 def _time_scale(f):

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import CapsimError
+from .options import jobs_option, set_option, tier_option
 
 BASELINE_DIR = Path("reports/baselines")
 
@@ -56,16 +57,14 @@ def baseline():
 
 @baseline.command("save")
 @click.argument("scenario", type=click.Path(dir_okay=False))
-@click.option("--tier", "tiers", multiple=True, metavar="NAME",
-              help="Baseline only this tier (repeatable); default: the scenario's tiers.")
+@tier_option("Baseline only this tier")
 @click.option("--replications", type=click.IntRange(1, 100), default=None,
               help="Replications (default: the scenario's [check] replications, else 1).")
 @click.option("--out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Baseline file (default: reports/baselines/<scenario name>.json).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-              help="Scenario override, recorded in the baseline and replayed by check.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tiers simulated in parallel worker processes.")
+@set_option("Override a scenario value (value parsed as TOML), recorded in the baseline "
+            "and replayed by check.")
+@jobs_option()
 def save(scenario, tiers, replications, out, overrides, jobs):
     """Run SCENARIO and write its baseline (headline figures per tier, provenance)."""
     from ..api import load_scenario
@@ -83,7 +82,7 @@ def save(scenario, tiers, replications, out, overrides, jobs):
 @click.argument("targets", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--replications", type=click.IntRange(1, 100), default=None,
               help="Replications (default: as recorded in each baseline).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+@jobs_option()
 def update(targets, replications, jobs):
     """Rerun and rewrite baselines after an accepted change, and print what moved.
 
@@ -112,7 +111,7 @@ def update(targets, replications, jobs):
             raise CapsimError(f"the baseline is of scenario {old.scenario!r} but "
                               f"{scenario} is {snap.scenario!r}", file=str(path))
         save_baseline(snap, path)
-        if old is None:
+        if old is None or not old.tiers:
             click.echo(f"{path}: new baseline")
             continue
         # Everything that moved at all, not only what is past a tolerance.
@@ -188,9 +187,9 @@ def _cli_tolerances(items) -> dict[str, float]:
               help="Baseline (default: reports/baselines/<scenario name>.json).")
 @click.option("--replications", type=click.IntRange(1, 100), default=None,
               help="Replications (default: as many as the baseline's).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-              help="Extra override on top of the baseline's recorded ones (a what-if).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+@set_option("Override a scenario value (value parsed as TOML) on top of the baseline's "
+            "recorded ones (a what-if).")
+@jobs_option()
 @output_options
 def check(scenario, baseline_file, replications, overrides, jobs, tolerance_items,
           markdown, junit, comment, comment_only_on_change):
@@ -249,7 +248,7 @@ def compare(a, b, tolerance_items, markdown, junit, comment, comment_only_on_cha
 
     cli_tols = _cli_tolerances(tolerance_items)
     cmp = compare_baselines(load_side(a), load_side(b), tolerances(None, cli_tols),
-                            base_label=a, now_label=b)
+                            base_label=a, now_label=b, command="compare")
     _report(cmp, markdown, junit, comment, comment_only_on_change)
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from .options import jobs_option, set_option, tier_option
+
 
 def executor_options(f):
     """--jobs / --dask-scheduler / --dask-local (at most one)."""
@@ -17,14 +19,12 @@ def executor_options(f):
     f = click.option("--dask-scheduler", metavar="ADDRESS",
                      help="Run on an existing Dask cluster, e.g. tcp://host:8786 "
                           "(workers need capsim installed: pip install 'capsim[dask]').")(f)
-    f = click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Runs in parallel in a local process pool.")(f)
+    f = jobs_option("Runs in parallel in a local process pool.")(f)
     return f
 
 
-def _set_option(f):
-    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-                        help="Override a scenario value in every run (as capsim run --set).")(f)
+_set_option = set_option("Override a scenario value in every run, e.g. --set duration=600 "
+                         "(value parsed as TOML, as capsim run --set).")
 
 
 class _Progress:
@@ -53,14 +53,13 @@ def _clock(seconds: float) -> str:
 
 
 @click.command()
-@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option("--vary", multiple=True, metavar="KEY.PATH=V1,V2,...",
               help="Values of a scenario key (any --set path); several --vary give the "
                    "full factorial.")
 @click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
               help="Independent replications per point (seeds derived from the scenario's).")
-@click.option("--tier", "tiers", multiple=True, metavar="NAME",
-              help="Simulate only this tier (repeatable); default: the scenario's tiers.")
+@tier_option()
 @click.option("--out", type=click.Path(file_okay=False), metavar="DIR",
               help="Sweep folder (default: reports/<scenario name>-sweep); rerun the same "
                    "command to resume.")
@@ -72,6 +71,8 @@ def _clock(seconds: float) -> str:
 def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, jobs,
           dask_scheduler, dask_local, overrides):
     """Run SCENARIO over a grid of values (--vary), its [[variants]] and replications.
+
+    SCENARIO defaults to the built-in one, as for capsim run.
 
     Writes points.parquet (one row per point x variant x tier x replication),
     sweep.json (means with 95 % intervals, the cheapest tier meeting the SLO per point,
@@ -102,9 +103,8 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 
 
 @click.command()
-@click.argument("scenario", type=click.Path(dir_okay=False))
-@click.option("--tier", "tiers", multiple=True, metavar="NAME",
-              help="Only this tier (repeatable); default: the scenario's tiers.")
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
+@tier_option("Only this tier")
 @click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
               help="A load meets the SLO only if every replication does.")
 @click.option("--max-load", type=click.FloatRange(min=1, min_open=True), default=100.0,
@@ -117,7 +117,9 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
              dask_scheduler, dask_local, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
-    and what breaks first beyond it (bisection on a log scale)."""
+    and what breaks first beyond it (bisection on a log scale).
+
+    SCENARIO defaults to the built-in one, as for capsim run."""
     from ..jobs.executors import make_executor
     from ..jobs.headroom import find_headroom
 
