@@ -65,9 +65,18 @@ class SweepStore:
                     "delete the folder", file=str(self.folder), field="--out")
             self._sweep_leftovers()
             return
+        if self.folder.exists() and not self.folder.is_dir():
+            raise CapsimError("exists and is not a folder; nothing was changed",
+                              file=str(self.folder), field="--out")
         if self.folder.exists() and any(self.folder.iterdir()):
-            raise CapsimError("folder exists and is not a capsim sweep folder; choose "
-                              "another --out", file=str(self.folder), field="--out")
+            from ..report.folder import KINDS, inspect
+
+            kind = inspect(self.folder).kind
+            what = (f"is {KINDS[kind].title}, not a sweep folder: a sweep never replaces "
+                    "another kind of output" if kind else
+                    "folder exists and is not a capsim sweep folder")
+            raise CapsimError(f"{what}; nothing was changed. Choose another --out",
+                              file=str(self.folder), field="--out")
         write_atomic(manifest, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
 
     def _sweep_leftovers(self) -> None:

@@ -52,7 +52,7 @@ def test_every_report_carries_the_marker(tmp_path, scenario):
     out = tmp_path / "rep"
     assert run(scenario, out).exit_code == 0
     marker = (out / ".capsim-report").read_text(encoding="utf-8")
-    assert f"capsim_version = {sim.__version__}" in marker
+    assert f'capsim_version = "{sim.__version__}"' in marker
 
 
 def test_a_folder_that_is_not_a_report_is_refused_untouched(tmp_path, scenario, monkeypatch):
