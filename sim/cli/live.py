@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .options import set_option
+from .options import force_option, set_option
 
 
 def _loaded(scenario, overrides):
@@ -68,7 +68,9 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
               help="The emulator's address, e.g. https://127.0.0.1:8443.")
 @_time_scale
 @click.option("--out", type=click.Path(dir_okay=False), default=None, metavar="TRACE",
-              help="Canonical trace to write (default: reports/<scenario>/driven.parquet).")
+              help="Canonical trace to write (default: reports/<scenario name>.driven.parquet, "
+                   "beside the report folders, never inside one). An existing file is "
+                   "replaced only if it is a canonical trace (or with --force).")
 @click.option("--ca", "ca_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="CA certificate to trust (the path `capsim serve` printed).")
 @click.option("--allow-remote", is_flag=True,
@@ -77,7 +79,9 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
               help="Leave out of the comparison attempts within this many wall "
                    "milliseconds (scaled) of a 12-second window boundary.")
 @_set_option
-def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms, overrides):
+@force_option
+def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms, overrides,
+          force):
     """Replay SCENARIO's demand against a running emulator with real HTTP/2 and websocket
     clients, and write every attempt (status, latency) as a canonical trace.
 
@@ -86,10 +90,13 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     """
     from pathlib import Path
 
+    from ..core.outputs import claim_output
     from ..live.drive import DriveOptions, run_drive
+    from ..traces.schema import CANONICAL_TRACE
 
     loaded = _loaded(scenario, overrides)
-    out_path = Path(out) if out else Path("reports") / loaded.scenario.name / "driven.parquet"
+    out_path = claim_output(Path(out) if out else default_drive_trace(loaded.scenario.name),
+                            "trace", force=force, option="--out", recognise=CANONICAL_TRACE)
     if out is None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
     options = DriveOptions(target=target, time_scale=time_scale, ca_path=ca_path,
@@ -110,4 +117,12 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     click.echo(f"sim vs emulator ({tier.name}): {comparison.describe()}")
 
 
-__all__ = ["drive", "serve"]
+def default_drive_trace(name: str):
+    """Where `capsim drive` writes its trace by default: beside the report folders, not
+    inside ``reports/<name>/`` (which the next `capsim run` replaces whole)."""
+    from pathlib import Path
+
+    return Path("reports") / f"{name}.driven.parquet"
+
+
+__all__ = ["default_drive_trace", "drive", "serve"]

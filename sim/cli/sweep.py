@@ -86,6 +86,7 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 
     plan = plan_sweep(scenario, vary=list(vary), replications=replications,
                       tiers=list(tiers), overrides=list(overrides), variants=not no_variants)
+    _check_sizes({(r.point, r.variant): r for r in plan.runs}.values(), jobs)
     out_dir = Path(out) if out else Path("reports") / f"{plan.scenario_name}-sweep"
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
         result = run_sweep(plan, out_dir, executor, keep_records=keep_records,
@@ -120,9 +121,15 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
     and what breaks first beyond it (bisection on a log scale).
 
     SCENARIO defaults to the built-in one, as for capsim run."""
+    from ..api import load_scenario
     from ..jobs.executors import make_executor
     from ..jobs.headroom import find_headroom
+    from ..workload.size_estimate import check
 
+    # Today's load first (each load tried is guarded again before it runs).
+    for w in check(load_scenario(scenario, tiers=list(tiers), overrides=list(overrides)),
+                   jobs=jobs)[1]:
+        click.echo(f"capsim: warning: {w}", err=True)
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
         found = find_headroom(scenario, tiers=list(tiers), overrides=list(overrides),
                               replications=replications, max_load=max_load,
@@ -134,6 +141,21 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
                f"meets = {found.meets_means}; tolerance {tolerance:g}):")
     for entry in found.tiers:
         click.echo(entry.describe())
+
+
+def _check_sizes(specs, jobs: int) -> None:
+    """The run-size guard of `capsim run` on each point x variant of a sweep, before any
+    run starts (each run is guarded again in its worker)."""
+    from ..jobs.run_one import check_spec_size
+
+    said = set()
+
+    def warn(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            click.echo(f"capsim: warning: {message}", err=True)
+    for spec in specs:
+        check_spec_size(spec, jobs, warn)
 
 
 def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None) -> str:

@@ -12,7 +12,7 @@ import json
 import click
 
 from ..traces.names import DEFAULT_CHUNK_ROWS, FORMATS  # pyarrow-free
-from .options import handled
+from .options import force_option, handled
 
 
 @click.group("trace")
@@ -34,7 +34,8 @@ def trace() -> None:
                    ".har, .log).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="Canonical trace to write (Parquet). Written atomically: nothing appears "
-                   "here unless the whole import succeeds.")
+                   "here unless the whole import succeeds. An existing file is replaced "
+                   "only if it is a canonical trace (or with --force).")
 @click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error",
               show_default=True,
               help="error: stop at the first invalid row, naming file, line and field. "
@@ -51,8 +52,10 @@ def trace() -> None:
                    "recognised from content nor mapped are counted by host, never imported.")
 @click.option("--allow-empty", is_flag=True,
               help="Write an empty trace when nothing is kept, instead of failing.")
+@force_option
 def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | None,
-               chunk_rows: int, host_map: tuple[str, ...], allow_empty: bool) -> None:
+               chunk_rows: int, host_map: tuple[str, ...], allow_empty: bool,
+               force: bool) -> None:
     """Import FILE (CSV, JSONL, Parquet, HAR, RPC or sizing request log) into a
     canonical trace.
 
@@ -62,8 +65,11 @@ def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | Non
     key or opaque URL token that survived before it is published. An import that keeps
     nothing fails (exit 2) with the reasons by count, unless --allow-empty.
     """
+    from ..core.outputs import claim_output
     from ..traces.importers import import_trace
+    from ..traces.schema import CANONICAL_TRACE
 
+    claim_output(out, "trace", force=force, option="--out", recognise=CANONICAL_TRACE)
     report = import_trace(file, out, fmt=fmt, on_invalid=on_invalid, region=region,
                           chunk_rows=chunk_rows, host_map=host_map, allow_empty=allow_empty)
     click.echo(report.render())
