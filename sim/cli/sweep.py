@@ -90,7 +90,8 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     out_dir = Path(out) if out else Path("reports") / f"{plan.scenario_name}-sweep"
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
         result = run_sweep(plan, out_dir, executor, keep_records=keep_records,
-                           progress=_Progress())
+                           progress=_Progress(),
+                           notice=lambda m: click.echo(f"capsim: warning: {m}", err=True))
     doc = result.document
     click.echo(f"{len(plan.runs)} runs ({len(result.ran)} simulated now, "
                f"{len(plan.runs) - len(result.ran)} already in the folder)")
