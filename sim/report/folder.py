@@ -13,7 +13,13 @@ own. :class:`ReportFolder` claims the destination before a run simulates anythin
             in the way; nothing is touched
     lock    ``.NAME.lock`` beside the folder, held with ``flock`` until the run ends;
             a second run on the same folder fails at once (exit 2) instead of
-            silently replacing the first one's report
+            silently replacing the first one's report. The lock file holds the
+            holder's process id: a lock still held although that process is dead
+            (its orphaned workers, from a capsim before workers died with their
+            parent) is taken over -- the old lock file is moved aside and a new one
+            locked. Taking, checking and taking over happen under a short ``flock``
+            of the parent folder, so two runs never both take over. Worker processes
+            close their copy of the lock (:mod:`sim.core.workers`).
     tidy    leftovers of a killed run: a report moved aside as ``.NAME.old-*/NAME``
             with no ``NAME`` in place is put back, then every ``.NAME.staging-*`` and
             ``.NAME.old-*`` folder is removed (the lock proves no run is using them)
@@ -40,6 +46,7 @@ from pathlib import Path
 
 from ..core.errors import CapsimError
 from ..core.version import __version__
+from ..core.workers import hold_lock_fd, release_lock_fd
 
 MARKER = ".capsim-report"
 
@@ -137,6 +144,39 @@ def is_report(folder: Path, kind: str = "run") -> bool:
     return found.kind == kind and not found.foreign
 
 
+def _holder(fd: int) -> int | None:
+    """The process id a lock file records (None: none recorded, an old lock file)."""
+    try:
+        return int(os.pread(fd, 32, 0).decode("ascii").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
+def _remove_if_unlocked(lock: Path) -> None:
+    """Remove a lock file moved aside once nothing holds it any more."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.unlink(missing_ok=True)
+    except OSError:
+        pass  # still held by what outlived its run
+    finally:
+        os.close(fd)
+
+
 class ReportFolder:
     """The destination of a run's report, claimed and locked for the run's duration.
 
@@ -166,17 +206,16 @@ class ReportFolder:
         self._check_ours()  # before creating anything beside a folder that is not ours
         try:
             self.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            guard = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as err:
             raise CapsimError(f"cannot write the report folder: {err.strerror}",
                               file=self.shown) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise CapsimError("another capsim run is writing this report folder; wait for "
-                              "it to finish or choose another --out", file=self.shown) from None
-        self._lock_fd = fd
+            fcntl.flock(guard, fcntl.LOCK_EX)  # short: only while taking the lock
+            self._lock_fd = self._take_lock()
+        finally:
+            os.close(guard)
+        hold_lock_fd(self._lock_fd)
         try:
             self._check_ours()  # again, now that no other run can change it
             self._tidy()
@@ -185,11 +224,40 @@ class ReportFolder:
             raise
         return self
 
+    def _open_lock(self) -> int:
+        try:
+            return os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as err:
+            raise CapsimError(f"cannot write the report folder: {err.strerror}",
+                              file=self.shown) from None
+
+    def _take_lock(self) -> int:
+        """The locked descriptor of the lock file, holding this process's id; a lock of a
+        dead process is taken over (module docstring). Called under the parent's guard."""
+        fd = self._open_lock()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            if holder is None or _alive(holder):
+                raise CapsimError("another capsim run is writing this report folder; wait "
+                                  "for it to finish or choose another --out",
+                                  file=self.shown) from None
+            # Held by what outlived process `holder`: move that lock file aside for good.
+            os.replace(self.lock_path, self.parent / f".{self.name}.lock.stale-{holder}")
+            fd = self._open_lock()
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else has it
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
+
     def __exit__(self, *exc) -> None:
         self._unlock()
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
+            release_lock_fd(self._lock_fd)
             os.close(self._lock_fd)  # closing the descriptor releases the flock
             self._lock_fd = None
 
@@ -244,6 +312,8 @@ class ReportFolder:
         for leftover in self._leftovers("staging") + self._leftovers("old"):
             if leftover.is_dir() and not leftover.is_symlink():
                 shutil.rmtree(leftover, ignore_errors=True)
+        for stale in self.parent.glob(f".{glob.escape(self.name)}.lock.stale-*"):
+            _remove_if_unlocked(stale)
 
     def staging(self) -> Path:
         """A new empty staging folder beside the destination, with the marker in it."""

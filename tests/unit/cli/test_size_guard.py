@@ -40,6 +40,7 @@ def saved(tmp_path_factory):
 def no_simulation(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("simulated although the run is too large")
+    importlib.import_module("sim.api")  # bound to the real run before the patch
     monkeypatch.setattr(importlib.import_module("sim.runner.run"), "run", fail)
 
 

@@ -10,6 +10,7 @@ the same kind: ``capsim calibrate --out`` silently replaced a run report and the
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -52,7 +53,7 @@ def scenario(tmp_path) -> Path:
 def no_simulation(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("simulated although the folder is refused")
-    monkeypatch.setattr("sim.api.run", fail)
+    monkeypatch.setattr(importlib.import_module("sim.api"), "run", fail)
 
 
 def run_into(scenario, out):

@@ -10,6 +10,7 @@ the old report back; ``.NAME.lock`` beside the folder keeps a second run out.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -44,8 +45,10 @@ def listing(folder: Path) -> list[str]:
 def no_simulation(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("simulated although the folder is refused")
-    monkeypatch.setattr("sim.runner.run.run", fail)
-    monkeypatch.setattr("sim.api.run", fail)
+    # sim.api first: imported while sim.runner.run.run was patched, it bound the patch
+    # for good (`from .runner.run import run`) and later tests "simulated".
+    monkeypatch.setattr(importlib.import_module("sim.api"), "run", fail)
+    monkeypatch.setattr(importlib.import_module("sim.runner.run"), "run", fail)
 
 
 def test_every_report_carries_the_marker(tmp_path, scenario):
