@@ -52,6 +52,8 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
 
     loaded = _loaded(scenario, overrides)
     tier = find_tier(tier_name, loaded.tiers)
+    if cert_dir is not None:
+        _check_writable_folder(cert_dir, "--cert-dir")
     options = ServeOptions(host=host, port=port, time_scale=time_scale or 1.0,
                            cert_dir=cert_dir, allow_remote=allow_remote)
 
@@ -91,10 +93,12 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     from pathlib import Path
 
     from ..core.outputs import claim_output
-    from ..live.drive import DriveOptions, run_drive
+    from ..live.drive import DriveOptions, run_drive, tls_context
     from ..traces.schema import CANONICAL_TRACE
 
     loaded = _loaded(scenario, overrides)
+    if ca_path:
+        tls_context(ca_path)  # a CA that is not PEM: refused before anything is driven
     out_path = claim_output(Path(out) if out else default_drive_trace(loaded.scenario.name),
                             "trace", force=force, option="--out", recognise=CANONICAL_TRACE)
     if out is None:
@@ -115,6 +119,25 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     comparison = compare(loaded, tier, out_path, sidecar=result.sidecar,
                          boundary_s=boundary_ms / 1e3 * result.time_scale)
     click.echo(f"sim vs emulator ({tier.name}): {comparison.describe()}")
+
+
+def _check_writable_folder(folder: str, option: str) -> None:
+    """A CapsimError naming ``folder`` unless it is (or can be made) a writable folder."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..core.errors import CapsimError
+
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".capsim-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise CapsimError(f"cannot write certificates here "
+                          f"({err.strerror or type(err).__name__}); choose a writable folder",
+                          file=folder, field=option) from None
 
 
 def default_drive_trace(name: str):
