@@ -102,6 +102,10 @@ class CapsimGroup(click.Group):
         with report_errors():
             return super().invoke(ctx)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        with report_errors():  # `capsim --bogus`: the same one-line error
+            return super().make_context(info_name, args, parent=parent, **extra)
+
 
 @click.group(cls=CapsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="capsim")

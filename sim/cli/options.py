@@ -8,7 +8,9 @@ argument where the command's own words matter (``--tier``: "Simulate only this t
 
 Errors: :func:`report_errors` is the one handler. A
 :class:`~sim.core.errors.CapsimError` prints ``capsim: error: <file>:<line>: <field>:
-<message>`` on stderr and exits with code 2, with no traceback; so do the few failures
+<message>`` on stderr and exits with code 2, with no traceback; so do click's usage
+errors (an unknown option, a value of the wrong type: ``capsim: error: <click's message>
+(see `capsim CMD --help`)``) and the few failures
 that are not the user's mistake in the input but still need no traceback (a worker
 process killed, memory exhausted, a file that cannot be written). Every command runs
 under it: :class:`~sim.cli.main.CapsimGroup` wraps each invocation, and commands that
@@ -73,6 +75,9 @@ def _message(err: BaseException) -> str | None:
 
     if isinstance(err, CapsimError):
         return err.render()
+    if isinstance(err, click.ClickException):  # a usage error: unknown option, bad value
+        where = err.ctx.command_path if getattr(err, "ctx", None) else "capsim"
+        return f"{err.format_message().rstrip('.')} (see `{where} --help`)"
     if isinstance(err, BrokenProcessPool):
         return ("a worker process ended abruptly (killed, or out of memory); nothing was "
                 "written. Run again, with fewer --jobs or a smaller scenario")
