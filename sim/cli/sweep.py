@@ -23,8 +23,22 @@ def executor_options(f):
     return f
 
 
-_set_option = set_option("Override a scenario value in every run, e.g. --set duration=600 "
-                         "(value parsed as TOML, as capsim run --set).")
+def _set_option(f):
+    f = click.option("--calibration", type=click.Path(), metavar="DIR",
+                     help="Take prices, window phase and refund rule from a calibration "
+                          "folder (capsim calibrate) or its calibration.json, in every "
+                          "run; --set still wins.")(f)
+    return set_option("Override a scenario value in every run, e.g. --set duration=600 "
+                      "(value parsed as TOML, as capsim run --set).")(f)
+
+
+def _calibrated(calibration: str | None, overrides: tuple[str, ...]) -> list[str]:
+    """``overrides`` after the calibration's (so that --set wins)."""
+    if not calibration:
+        return list(overrides)
+    from ..calibration.use import read_calibration
+
+    return [*read_calibration(calibration).overrides, *overrides]
 
 
 class _Progress:
@@ -69,7 +83,7 @@ def _clock(seconds: float) -> str:
 @executor_options
 @_set_option
 def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, jobs,
-          dask_scheduler, dask_local, overrides):
+          dask_scheduler, dask_local, calibration, overrides):
     """Run SCENARIO over a grid of values (--vary), its [[variants]] and replications.
 
     SCENARIO defaults to the built-in one, as for capsim run.
@@ -85,7 +99,8 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     from ..jobs.sweep_report import difference_lines
 
     plan = plan_sweep(scenario, vary=list(vary), replications=replications,
-                      tiers=list(tiers), overrides=list(overrides), variants=not no_variants)
+                      tiers=list(tiers), overrides=_calibrated(calibration, overrides),
+                      variants=not no_variants)
     _check_sizes({(r.point, r.variant): r for r in plan.runs}.values(), jobs)
     out_dir = Path(out) if out else Path("reports") / f"{plan.scenario_name}-sweep"
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
@@ -117,7 +132,7 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 @executor_options
 @_set_option
 def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
-             dask_scheduler, dask_local, overrides):
+             dask_scheduler, dask_local, calibration, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
     and what breaks first beyond it (bisection on a log scale).
 
@@ -128,11 +143,13 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
     from ..workload.size_estimate import check
 
     # Today's load first (each load tried is guarded again before it runs).
-    for w in check(load_scenario(scenario, tiers=list(tiers), overrides=list(overrides)),
+    calibrated = _calibrated(calibration, overrides)
+    for w in check(load_scenario(scenario, tiers=list(tiers), overrides=calibrated),
                    jobs=jobs)[1]:
         click.echo(f"capsim: warning: {w}", err=True)
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
-        found = find_headroom(scenario, tiers=list(tiers), overrides=list(overrides),
+        found = find_headroom(scenario, tiers=list(tiers),
+                              overrides=calibrated,
                               replications=replications, max_load=max_load,
                               tolerance=tolerance, executor=executor)
     if as_json:
