@@ -62,6 +62,11 @@ WRITE_STALL_S = 30.0
 """A connection whose replies cannot be written for this many wall seconds (the client
 stopped reading) is dropped, and its account slot released."""
 
+DISCARD_BYTES = 8 << 20
+"""Body bytes of an already-answered request read and dropped before the stream is
+reset (``NO_ERROR``), so that a client which sends its whole body before reading the
+reply still gets it, and one sending more is stopped."""
+
 _MAX_STREAMS = h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS
 
 
@@ -174,6 +179,7 @@ class CapsimH2Protocol(H2Protocol):
         conn.DEFAULT_MAX_INBOUND_FRAME_SIZE = old.DEFAULT_MAX_INBOUND_FRAME_SIZE
         conn.local_settings = old.local_settings
         self.connection = conn
+        self._discarded: dict[int, int] = {}
 
     async def handle(self, event) -> None:
         await super().handle(event)
@@ -195,10 +201,12 @@ class CapsimH2Protocol(H2Protocol):
                     await super()._handle_events(batch)
                     batch = []
                 if event.stream_id not in self.streams:
-                    # Body of a stream already answered (and reset): discard it, but
-                    # give the connection's flow-control window back.
+                    # Body of a stream already answered: discard it, but give the
+                    # connection's flow-control window back.
                     if isinstance(event, h2.events.DataReceived):
                         self._discard(event)
+                    else:
+                        self._discarded.pop(event.stream_id, None)
                     continue
             batch.append(event)
         await super()._handle_events(batch)
@@ -208,10 +216,18 @@ class CapsimH2Protocol(H2Protocol):
         with contextlib.suppress(h2.exceptions.ProtocolError, KeyError):
             self.connection.acknowledge_received_data(event.flow_controlled_length, sid)
             stream = self.connection.streams.get(sid)
-            # Once the reply is complete (its buffer gone), ask the client to stop
-            # sending the body (RFC 9113 8.1: RST_STREAM NO_ERROR after the response).
-            if stream is not None and not stream.closed and sid not in self.stream_buffers:
-                self.connection.reset_stream(sid, h2.errors.ErrorCodes.NO_ERROR)
+            if stream is None or stream.closed or sid in self.stream_buffers:
+                return
+            # Answered already: read the rest of the body into the void (clients such
+            # as httpx read the reply only once they have sent it all), up to
+            # DISCARD_BYTES; then ask the client to stop (RFC 9113 8.1: RST_STREAM
+            # NO_ERROR after a complete response).
+            seen = self._discarded.get(sid, 0) + event.flow_controlled_length
+            if seen <= DISCARD_BYTES:
+                self._discarded[sid] = seen
+                return
+            self._discarded.pop(sid, None)
+            self.connection.reset_stream(sid, h2.errors.ErrorCodes.NO_ERROR)
 
 class CapsimProtocolWrapper(ProtocolWrapper):
     def __init__(self, app, config, context, task_group, state, ssl_, client, server, send,
@@ -315,7 +331,8 @@ class TrackedTCPServer(TCPServer):
                 pass  # stopped after the grace period: end quietly, the server is going away
         finally:
             self.registry.ended(info)
-            await self._close()
+            with contextlib.suppress(Exception):  # e.g. data after the TLS close_notify
+                await self._close()
 
     def _abort(self) -> None:
         """Drop the connection at once (no GOAWAY, no TLS close_notify)."""
