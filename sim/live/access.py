@@ -10,7 +10,7 @@ time (UTC, ms), hostname (``Host``, else SNI), method and path, what was asked (
 JSON-RPC method, ``POST /v1/size``, a stream), HTTP status, outcome (``ok``, ``-32005``,
 ``434``, ...), CU reserved for an admitted request (``cu=0`` otherwise), wall
 milliseconds from the request reaching the application until it was decided, the
-service time of the decision, and the key's pseudonym (:func:`sim.redact.pseudonym`;
+service time of the decision, and the key's pseudonym (:func:`sim.core.pseudonyms.pseudonym`;
 ``key=-`` without a key). The key itself is never written.
 """
 
@@ -24,7 +24,7 @@ import time
 from functools import lru_cache
 from typing import TextIO
 
-from ..redact import pseudonym
+from ..core.pseudonyms import pseudonym
 
 
 @lru_cache(maxsize=256)

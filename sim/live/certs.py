@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 
 HOSTNAMES = {"search": "search.localhost", "rpc": "rpc.localhost",
              "streams": "streams.localhost"}

@@ -17,11 +17,11 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import CapsimError
-from ..policy.resolved import LoadedScenario
-from ..policy.tiers import Tier
+from ..config.resolved import LoadedScenario
+from ..config.tiers import Tier
+from ..core.errors import CapsimError
+from ..policy.admission import Admission
 from .access import AccessLog
-from .admission import Admission
 from .app import EmulatorApp
 from .certs import Certificate, hostnames, make_certificate, region_label
 from .clock import ServiceClock

@@ -17,7 +17,7 @@ import dataclasses
 
 import numpy as np
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 
 WILDCARD = "*"
 

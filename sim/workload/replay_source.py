@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from ..config.scenario import Method, Source
-from ..errors import CapsimError
-from ..redact import pseudonym
-from ..rng import stream
-from ..vocabulary import SIZE_METHOD, Rng
+from ..core.errors import CapsimError
+from ..core.pseudonyms import pseudonym
+from ..core.rng import stream
+from ..core.vocabulary import SIZE_METHOD, Rng
 from .method_map import apply_method_map, check_targets, describe
 
 _CU_DECIMALS = 6
