@@ -291,6 +291,7 @@ class EmulatorApp:
 
     async def _http_exchange(self, scope, receive, ex: Exchange) -> None:
         path, method = scope["path"], scope["method"]
+        ex.now = self.clock.now()
         if path == "/healthz":
             await ex.reply(200, self._health())
             return

@@ -23,8 +23,11 @@ Client behaviour hypercorn 0.18 does not survive on its own, fixed here:
   :class:`CapsimH2Protocol` releases them when the connection closes;
 * body chunks for a request whose application has finished (an early ``401`` or
   ``413``) blocked the connection's reader on a full queue: :class:`CapsimTaskGroup`
-  drops them once the application has returned, and a stream answered before its body
-  ended is reset with ``NO_ERROR`` (RFC 9113 8.1), so the client stops sending;
+  drops them once the application has returned; the rest of the body of a stream
+  answered before its body ended is read into the void up to :data:`DISCARD_BYTES`,
+  then the stream is reset with ``NO_ERROR`` (RFC 9113 8.1), so the client stops;
+* a request finishing after its connection ended restarted hypercorn's keep-alive timer,
+  keeping the dead connection's objects for an hour: not any more;
 * a HEADERS frame opening stream 33 (the client did not wait for SETTINGS) closed the
   whole connection with ``GOAWAY PROTOCOL_ERROR``: :class:`CapsimH2Connection` refuses
   only that stream with ``RST_STREAM REFUSED_STREAM`` (RFC 9113 5.1.2).
@@ -50,7 +53,7 @@ import h2.settings
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.task_group import TaskGroup
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
-from hypercorn.events import Closed, RawData
+from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
 from hypercorn.protocol.h2 import H2Protocol
 from hypercorn.typing import ConnectionState
@@ -349,6 +352,10 @@ class TrackedTCPServer(TCPServer):
                     self._abort()
                     self._ended()
                     await self.protocol.handle(Closed())
+        elif isinstance(event, Updated) and self._info.tcp_closed:
+            # A request finishing after its connection ended: no keep-alive timer (it
+            # would keep the dead connection's objects for keep_alive_timeout).
+            await self.idle_task.stop()
         else:
             await super().protocol_send(event)
 
