@@ -11,7 +11,7 @@ The draws do not depend on the slicing: each source's arrivals are an
 :class:`~sim.workload.arrivals.ArrivalStream`, and each of its random attributes
 (method mix, sizing items, sizing profiles, gas used, the service time of each method)
 has its own named stream, drawn in request order. Slicing by 60 s or taking the run
-whole gives the same demand (``tests/test_demand_slices.py``). A recorded trace stays
+whole gives the same demand (``tests/unit/workload/test_demand_slices.py``). A recorded trace stays
 whole in memory (it is the user's data, loaded once) and is handed out slice by slice.
 
 Closed-loop sources cannot be drawn up front (their timing depends on the replies), so
