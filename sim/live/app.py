@@ -4,13 +4,19 @@ Hostnames (the ``Host`` header, else the TLS SNI) pick the API: ``search.*`` (``
 /v1/size``, the monitoring websocket ``/v1/monitoring/unhealthy/ws``), ``rpc.*``
 (``POST /`` JSON-RPC 2.0: ``svc_call``, ``svc_pendingBlock`` and any RPC method of the
 scenario), ``streams.*`` (websockets ``/pending-txs``, ``/new-blocks``,
-``/pending-logs``). ``/healthz`` answers on every hostname without a key.
+``/pending-logs``). ``/healthz`` and the developer endpoints ``/admin/window``,
+``/admin/reset``, ``/admin/faults`` answer on every hostname without a key.
+
+A request is checked from its headers before any body byte is read (421, 401, then the
+connection's admission, 430); its body is read as it streams in, up to
+:data:`MAX_BODY_BYTES` (413 beyond, never buffered).
 
 Every decision is :class:`~sim.policy.admission.Admission`'s; this module only turns
 HTTP into its arguments and its decisions into HTTP. Where the spec says "not shown"
 the replies follow the assumptions listed in :data:`ASSUMPTIONS` (also in the README).
 An admitted request sleeps its service time (drawn from the scenario's method
-distribution, in service seconds) and is settled before it is answered; every reply
+distribution, in service seconds) and is settled -- at its scheduled service time,
+whatever the event loop's lateness -- before it is answered; every reply
 carries ``x-capsim-t``, the service time at which the request was decided.
 """
 
@@ -64,11 +70,16 @@ WS_EXHAUSTED_CODE = 1013
 """Close code of a billed stream closed because a delivery could not reserve its CU."""
 
 ASSUMPTIONS = (
-    "Hostnames: search.localhost, rpc.localhost, streams.localhost (Host, else SNI); "
-    "/healthz on any hostname, without a key.",
+    "Hostnames: search.localhost, rpc.localhost, streams.localhost and the same under each "
+    "scenario region (Host, else SNI); /healthz and /admin/* on any hostname, without a key.",
+    "Checks from the headers first: 421 (RPC, POST /v1/size without HTTP/2 and SNI), then "
+    "401 on every other path; a connection counts against the account's limits from its "
+    "first request that passes both.",
     "Error bodies: JSON {\"error\": {\"code\": <status or outcome>, \"message\": ...}}; "
-    "JSON-RPC errors in a 200 reply: -32005 \"rate limit exceeded\", -32600 invalid "
-    "request, -32601 unknown method.",
+    "JSON-RPC errors in a 200 reply: -32700 parse error, -32600 invalid request, -32601 "
+    "unknown method, -32005 \"rate limit exceeded\"; a notification is served, billed and "
+    "answered 204 without a body.",
+    "Bodies over MAX_BODY_BYTES (1 MiB) get 413, a Content-Type other than JSON 415.",
     "401 for a missing or unknown X-Api-Key (spec 5: response not shown).",
     "A websocket handshake refused for CU gets HTTP 434 with Retry-After (spec 7: "
     "'handshake rejected').",
@@ -80,8 +91,8 @@ ASSUMPTIONS = (
     "Stream messages: {\"stream\", \"seq\", \"t_s\"} (service time of the publish); an "
     "exhausted billed stream sends {\"error\": \"cu exhausted\"} then closes with 1013.",
     "Messages a client sends on a websocket are ignored.",
-    "One region (loopback): no emulated round-trip time; connection limits count per "
-    "SNI hostname, so rpc.localhost and search.localhost are separate hostnames.",
+    "Regions are hostnames on loopback (no emulated round-trip time); connection opening "
+    "limits count per SNI hostname.",
 )
 
 
