@@ -326,8 +326,8 @@ class EmulatorApp:
             await self._error(ex, Decision(AUTH_401), "missing or unknown X-Api-Key")
             return
         # 2. The account's connection limits: only a connection that presents a valid key
-        #    (and the protocol its endpoint needs) is the account's.
-        if api in (RPC, SEARCH) and conn is not None:
+        #    over HTTP/2 with SNI (what RPC and sizing need) is the account's.
+        if api in (RPC, SEARCH) and conn is not None and h2_sni:
             if conn.admitted is None:
                 conn.admitted = self.admission.connection_opened(now, conn.sni or api)
                 conn.account = self.admission

@@ -166,7 +166,7 @@ def test_aborted_requests_release_their_connections_and_are_still_settled(tmp_pa
 def test_connections_without_a_valid_key_belong_to_no_account(tmp_path):
     async def go(server):
         statuses = []
-        # 40 HTTP/2 connections with a wrong key, 10 with none, 32 over HTTP/1.1: all
+        # 40 HTTP/2 connections with a wrong key, 10 with none, 37 over HTTP/1.1: all
         # within one service second (scale 0.05: 20 wall seconds).
         for i in range(50):
             async with _client(server) as c:
@@ -175,7 +175,12 @@ def test_connections_without_a_valid_key_belong_to_no_account(tmp_path):
         for _ in range(32):
             async with httpx.AsyncClient(http1=True, http2=False, verify=_ctx(server)) as c:
                 statuses.append((await _rpc(c, server, "svc_pendingBlock")).status_code)
-        assert statuses == [401] * 50 + [421] * 32
+        for _ in range(5):  # HTTP/1.1 with the key, on a path that needs no HTTP/2
+            async with httpx.AsyncClient(http1=True, http2=False, verify=_ctx(server)) as c:
+                r = await c.get(server.url("/nothing"), headers=server.headers("rpc"),
+                                extensions=server.sni("rpc"))
+                statuses.append(r.status_code)
+        assert statuses == [401] * 50 + [421] * 32 + [404] * 5
         assert (await _health(server))["connections"]["account_active"] == 0
         # 32 real connections in the same second are all admitted; the 33rd is not.
         clients = [_client(server) for _ in range(33)]
