@@ -348,6 +348,7 @@ class EmulatorApp:
         body = await self._body(scope, receive, ex)
         if body is None:
             return
+        ex.now = now = self.clock.now()  # decided once the whole request has arrived
         if route == "rpc":
             await self._rpc(scope, ex, body, now, h2_sni)
         else:

@@ -192,27 +192,22 @@ class CapsimH2Protocol(H2Protocol):
                 await buffer.close()
 
     async def _handle_events(self, events) -> None:
-        # One event at a time: a stream opened by an earlier event of the same batch
-        # must exist when its body is looked at.
-        batch: list = []
+        # One event at a time, each looked at when its turn comes: a stream opened by an
+        # earlier event of the same batch must exist when its body arrives, and one may
+        # have been answered (and removed) meanwhile -- its application need not read
+        # the body before it answers 401 or 413.
         for event in events:
             if (isinstance(event, h2.events.DataReceived | h2.events.StreamEnded)
-                    and event.stream_id not in self.streams
-                    and not any(getattr(e, "stream_id", None) == event.stream_id
-                                for e in batch)):
-                if batch:
-                    await super()._handle_events(batch)
-                    batch = []
-                if event.stream_id not in self.streams:
-                    # Body of a stream already answered: discard it, but give the
-                    # connection's flow-control window back.
-                    if isinstance(event, h2.events.DataReceived):
-                        self._discard(event)
-                    else:
-                        self._discarded.pop(event.stream_id, None)
-                    continue
-            batch.append(event)
-        await super()._handle_events(batch)
+                    and event.stream_id not in self.streams):
+                # Body of a stream already answered: discard it, but give the
+                # connection's flow-control window back.
+                if isinstance(event, h2.events.DataReceived):
+                    self._discard(event)
+                else:
+                    self._discarded.pop(event.stream_id, None)
+                await self._flush()
+                continue
+            await super()._handle_events([event])
 
     def _discard(self, event) -> None:
         sid = event.stream_id
@@ -347,7 +342,12 @@ class TrackedTCPServer(TCPServer):
             async with self.send_lock:
                 try:
                     self.writer.write(event.data)
-                    await asyncio.wait_for(self.writer.drain(), WRITE_STALL_S)
+                    transport = self.writer.transport
+                    if transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]:
+                        # The client is not reading: wait, but not for ever.
+                        await asyncio.wait_for(self.writer.drain(), WRITE_STALL_S)
+                    else:
+                        await self.writer.drain()
                 except (ConnectionError, RuntimeError, TimeoutError, OSError):
                     self._abort()
                     self._ended()
