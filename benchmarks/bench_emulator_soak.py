@@ -361,7 +361,7 @@ def main() -> None:
                 if line.startswith("listening on"):
                     port = int(line.rsplit(":", 1)[1].split()[0])
                 if line.startswith("CA certificate:"):
-                    ca = line.split(":", 1)[1].split("(")[0].strip()
+                    ca = line.split(": ", 1)[1].strip()
                     break
             if port is None or ca is None:
                 raise SystemExit("capsim serve did not start: " + server.stderr.read())

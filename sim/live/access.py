@@ -19,11 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import queue
 import sys
+import threading
 import time
 from functools import lru_cache
 from typing import TextIO
 
+from ..core.errors import CapsimError
 from ..core.pseudonyms import pseudonym
 
 
@@ -83,11 +86,24 @@ class Exchange:
 
 
 class AccessLog:
-    """Writes one line per exchange to ``out`` (``None``: off)."""
+    """Writes one line per exchange to ``out`` (``None``: off).
+
+    Lines are written by a thread of their own from a bounded queue: the event loop
+    never waits on the log (a pipe nobody reads, a slow disk). Lines that do not fit in
+    the queue (:data:`QUEUE_LINES`) are dropped and counted (``dropped``)."""
+
+    QUEUE_LINES = 10_000
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out
         self.lines = 0
+        self.dropped = 0
+        self._queue: queue.Queue[str | None] = queue.Queue(self.QUEUE_LINES)
+        self._thread: threading.Thread | None = None
+        if out is not None:
+            self._thread = threading.Thread(target=self._drain, name="capsim-access-log",
+                                            daemon=True)
+            self._thread.start()
 
     @classmethod
     def open(cls, target: str | None) -> AccessLog:
@@ -96,10 +112,27 @@ class AccessLog:
             return cls(None)
         if target == "-":
             return cls(sys.stderr)
-        return cls(open(target, "a", encoding="utf-8", buffering=1))  # noqa: SIM115
+        try:
+            return cls(open(target, "a", encoding="utf-8", buffering=1))  # noqa: SIM115
+        except OSError as err:
+            raise CapsimError(f"cannot open the access log: {err.strerror}", file=target,
+                              field="--access-log") from None
+
+    def _drain(self) -> None:
+        while (line := self._queue.get()) is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.out.write(line)
+                if self._queue.empty():
+                    self.out.flush()
 
     def close(self) -> None:
-        if self.out is not None and self.out is not sys.stderr:
+        """Write what is queued (waiting at most a second), then close a file."""
+        if self._thread is None:
+            return
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=1.0)
+        self._thread.join(1.0)
+        if not self._thread.is_alive() and self.out is not sys.stderr:
             self.out.close()
 
     def line(self, ex: Exchange, sni: str | None = None) -> str:
@@ -118,7 +151,9 @@ class AccessLog:
 
     def write(self, ex: Exchange, sni: str | None = None) -> None:
         self.lines += 1
-        if self.out is None:
+        if self._thread is None:
             return
-        with contextlib.suppress(OSError, ValueError):
-            self.out.write(self.line(ex, sni) + "\n")
+        try:
+            self._queue.put_nowait(self.line(ex, sni) + "\n")
+        except queue.Full:
+            self.dropped += 1

@@ -14,6 +14,7 @@ import signal
 import socket
 import ssl
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -113,13 +114,22 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     names = hostnames(regions)
     skipped = [r for r in regions if region_label(r) is None]
     cert = make_certificate(cert_dir, names)
-    sock = bind(options)
+    log = AccessLog.open(options.access_log)
+    try:
+        sock = bind(options)
+    except CapsimError:
+        log.close()
+        raise
     port = sock.getsockname()[1]
     clock = ServiceClock.starting_now(options.time_scale)
     registry = ConnectionRegistry()
-    log = AccessLog.open(options.access_log)
     app = EmulatorApp(loaded, Admission(loaded, tier), clock, registry, log)
-    app.late.warn = options.warn or announce
+    warn = options.warn or announce
+
+    def warn_aside(line: str) -> None:
+        # Never on the event loop: a pipe nobody reads (stderr) would stop the server.
+        threading.Thread(target=warn, args=(line,), daemon=True).start()
+    app.late.warn = warn_aside
     config = _config(cert)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -134,8 +144,10 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
              f"{options.host}: an /etc/hosts line or curl --resolve)")
     if skipped:
         announce(f"regions without a hostname (not a DNS label): {', '.join(skipped)}")
-    announce(f"CA certificate: {cert.ca_path}"
-             + (" (reused)" if cert.reused else " (new: trust it once, see the README)"))
+    announce(f"CA certificate: {cert.ca_path}")
+    announce("the CA was kept from an earlier start" if cert.reused else
+             "a new CA: trust it once (README: Pointing a stock client at the emulator); "
+             "--cert-dir keeps it for later starts")
     if ready is not None:
         ready(app)
 
