@@ -251,3 +251,24 @@ def test_settled_on_the_schedule_not_when_the_loop_woke(tmp_path):
     # BASE: svc_call's service time is a constant 0.0005 s.
     assert settled == [pytest.approx(5.0005)]
     assert app.late.max_s == pytest.approx(2.0) and len(warnings) == 1
+
+
+def test_the_access_log_never_blocks_the_server_on_a_pipe_nobody_reads():
+    import os
+    import threading
+
+    from sim.live.access import AccessLog, Exchange
+
+    read_end, write_end = os.pipe()  # nobody reads: a pipe holds 64 KiB, then blocks
+    out = os.fdopen(write_end, "w", encoding="utf-8")
+    log = AccessLog(out)
+    ex = Exchange({"method": "POST", "path": "/", "headers": []}, None)
+    n = AccessLog.QUEUE_LINES + 5_000
+    writer = threading.Thread(target=lambda: [log.write(ex) for _ in range(n)], daemon=True)
+    writer.start()
+    writer.join(30)
+    assert not writer.is_alive()  # every write returned
+    # what neither the pipe nor the queue holds is dropped, and counted
+    assert log.lines == n and 0 < log.dropped <= n - AccessLog.QUEUE_LINES
+    os.close(read_end)  # the log thread's write fails now; close() gives up after 1 s
+    log.close()
