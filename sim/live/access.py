@@ -133,7 +133,8 @@ class AccessLog:
             self._queue.put(None, timeout=1.0)
         self._thread.join(1.0)
         if not self._thread.is_alive() and self.out is not sys.stderr:
-            self.out.close()
+            with contextlib.suppress(OSError):
+                self.out.close()
 
     def line(self, ex: Exchange, sni: str | None = None) -> str:
         t = time.time()
