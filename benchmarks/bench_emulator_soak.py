@@ -1,6 +1,6 @@
 """A soak of ``capsim serve``: well-behaved and misbehaving clients on loopback, bounded.
 
-    python3 benchmarks/bench_emulator_soak.py [--seconds 600] [--out FILE]
+    python3 benchmarks/bench_emulator_soak.py [--seconds 600] [--json FILE]
 
 Starts ``capsim serve`` in a child process (its own CA folder, access log off) and, for
 ``--seconds`` of wall time, drives it with:
@@ -17,7 +17,8 @@ Every 5 s it samples the server's RSS and ``/healthz``. At the end it stops the
 misbehaving clients, then closes the well-behaved ones, and reads ``/healthz`` until
 the account holds no connection (at most 10 s): **leaked connections** are what is left.
 It prints both, RSS over time (and its least-squares slope after the first minute), and
-writes everything to ``--out`` (default ``benchmarks/results/emulator_soak.json``).
+writes everything to ``--json`` (default ``benchmarks/results/emulator_soak.json``,
+through ``benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ import h2.events
 import httpx
 import psutil
 
-from sim.live.drive import sizing_body
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import add_json_option, write  # noqa: E402
+
+from sim.live.drive import sizing_body  # noqa: E402
 
 SCENARIO = """
 name = "soak"
@@ -344,8 +348,9 @@ def slope_mb_per_min(samples: list[dict], skip_s: float = 60.0) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=600.0)
-    ap.add_argument("--out", default="benchmarks/results/emulator_soak.json")
+    add_json_option(ap, "emulator_soak")
     args = ap.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     with tempfile.TemporaryDirectory(prefix="capsim-soak-") as tmp:
         scenario = Path(tmp) / "soak.toml"
         scenario.write_text(SCENARIO, encoding="utf-8")
@@ -385,11 +390,13 @@ def main() -> None:
           f"{result['rss_slope_mb_per_min']:+.3f} MB/min")
     print(f"leaked connections: account {result['leaked_account_connections']}, "
           f"TCP {result['leaked_tcp_connections']}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
-
+    rss_at = {}
+    for mark in (60, 180, 300, 540, result["seconds"]):
+        if result["samples"]:
+            near = min(result["samples"], key=lambda r, m=mark: abs(r["t_s"] - m))
+            rss_at[str(int(mark))] = near["rss_mb"]
+    result["rss_mb_at_s"] = rss_at
+    write(args.json, "emulator_soak", result, load_before=load_before)
 
 if __name__ == "__main__":
     main()

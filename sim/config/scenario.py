@@ -178,7 +178,7 @@ class Sizing(Strict):
 
 
 class Replay(Strict):
-    """How a recorded trace is replayed (see the README's trace section)."""
+    """How a recorded trace is replayed (docs/reference/scenario.md, replay options)."""
 
     speed: FiniteFloat = Field(default=1.0, gt=0)
     load_multiplier: FiniteFloat = Field(default=1.0, gt=0)
@@ -312,6 +312,8 @@ class Scenario(Strict):
     http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
+    price_ranges: dict[str, Any] = Field(default_factory=dict)
+    """Dotted pricing keys to ``[low, high]`` (:mod:`sim.config.price_ranges`)."""
     check: CheckSettings = Field(default_factory=CheckSettings)
     variants: list[Variant] = Field(default_factory=list)
 

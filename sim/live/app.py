@@ -13,7 +13,8 @@ connection's admission, 430); its body is read as it streams in, up to
 
 Every decision is :class:`~sim.policy.admission.Admission`'s; this module only turns
 HTTP into its arguments and its decisions into HTTP. Where the spec says "not shown"
-the replies follow the assumptions listed in :data:`ASSUMPTIONS` (also in the README).
+the replies follow the assumptions listed in :data:`ASSUMPTIONS` (also in
+docs/explanation/assumptions.md).
 An admitted request sleeps its service time (drawn from the scenario's method
 distribution, in service seconds) and is settled -- at its scheduled service time,
 whatever the event loop's lateness -- before it is answered; every reply

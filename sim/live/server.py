@@ -146,7 +146,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
         announce(f"regions without a hostname (not a DNS label): {', '.join(skipped)}")
     announce(f"CA certificate: {cert.ca_path}")
     announce("the CA was kept from an earlier start" if cert.reused else
-             "a new CA: trust it once (README: Pointing a stock client at the emulator); "
+             "a new CA: trust it once (docs/how-to/use-the-emulator.md); "
              "--cert-dir keeps it for later starts")
     if ready is not None:
         ready(app)

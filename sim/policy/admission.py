@@ -16,8 +16,9 @@ Along a timeline (tier "RPC", 4,000 CU per 12 s; ``svc_call`` costs 20 CU)::
     t=5.00  request(POST /v1/size)               -> 402       the tier has no Search API
     t=12.0  request(svc_call)                    -> ok        window 1
 
-Order of the checks: an HTTP request is checked from its headers first -- 421 (RPC or
-``POST /v1/size`` without HTTP/2 and SNI), 401 (unknown key) -- then its connection
+Order of the checks (docs/explanation/spec-rules.md): an HTTP request is checked from
+its headers first -- 421 (RPC or ``POST /v1/size`` without HTTP/2 and SNI), 401
+(unknown key) -- then its connection
 (430: a connection is the account's from its first request that passes those checks,
 so one that never presents a valid key counts against no limit), then 402 (API outside
 the tier), then the limiter (434 / -32005 / 402 for the daily allowance / oversized).
