@@ -256,4 +256,4 @@ def write_calibration(cal: Calibration, out_dir: str | Path, trace_name: str) ->
         (folder / "report.md").write_text(md, encoding="utf-8")
         (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
 
-    return write_folder(out_dir, fill)
+    return write_folder(out_dir, fill, "calibration")

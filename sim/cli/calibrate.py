@@ -48,7 +48,8 @@ def _pricing(path: str | None) -> Pricing:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               default="reports/calibration", show_default=True,
               help="Folder to write (replaced whole, atomically): calibration.json, "
-                   "pricing.toml, report.md, report.html, timeline.png.")
+                   "pricing.toml, report.md, report.html, timeline.png. Must be missing, "
+                   "empty or a calibration folder holding only what capsim wrote.")
 def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
                       pricing_file: str | None, out_dir: str) -> None:
     """Replay TRACE (a canonical trace from `capsim trace import`) as recorded against
@@ -56,7 +57,9 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     window phase and fit the prices; write the calibration folder."""
     from ..calibration import FITS, calibrate
     from ..calibration.report import write_calibration
+    from ..report.folder import ReportFolder
 
+    ReportFolder(out_dir, "calibration").check()  # before the work, not after
     tier = find_tier(tier_name)
     pricing = _pricing(pricing_file)
     cal = calibrate(trace, tier, pricing, fit=fits or FITS)

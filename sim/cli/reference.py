@@ -18,8 +18,12 @@ COMMAND = "python -m sim.cli.reference > docs/reference/cli.md"
 
 def _contexts(command: click.Command, name: str, parent: click.Context | None):
     """``(context, command)`` for ``command`` and every subcommand below it, depth first."""
+    # The group's context_settings (-h as well as --help), as `capsim` itself applies them:
+    # click caches a command's help option from the first context that asks, so a page
+    # made without them differed once anything in the process had run `capsim` for real.
+    settings = command.context_settings if parent is None else {}
     ctx = click.Context(command, info_name=name, parent=parent,
-                        terminal_width=WIDTH, max_content_width=WIDTH)
+                        terminal_width=WIDTH, max_content_width=WIDTH, **settings)
     yield ctx, command
     if isinstance(command, click.Group):
         for sub in command.list_commands(ctx):

@@ -14,7 +14,6 @@ from the same seed, so the result is identical to a sequential run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.pseudonyms import secret_kind
 from ..core.version import __version__
+from ..core.workers import process_pool
 from ..metrics.figures import recommend, tier_summary
 from ..metrics.tables import latency_table, slots_frame, streams_frame, windows_frame
 from ..model import recorder as rc
@@ -125,7 +125,7 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         writer = (RequestsWriter(Path(folder.name) / "requests.parquet", plan, names)
                   if records == "attempts" else None)
         results, parts = [], []
-        with ProcessPoolExecutor(max_workers=jobs) as pool, writer or nullcontext():
+        with process_pool(jobs) as pool, writer or nullcontext():
             futures = [pool.submit(_run_tier, loaded, tier, spool)
                        for tier, spool in zip(loaded.tiers, spools, strict=True)]
             for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):
