@@ -177,6 +177,20 @@ def calibrate(f: dict) -> list[str]:
         "", f"Bar: 10,000 rows in under {f['limit_s_at_10000_rows']} s."]
 
 
+def emulator_soak(f: dict) -> list[str]:
+    good = sum(v for k, v in f["good"].items() if k.isdigit())
+    bad = sum(v for k, v in f["bad"].items() if k != "errors")
+    rows = [["wall seconds", f["seconds"]],
+            ["well-behaved requests (all statuses)", good],
+            ["well-behaved requests answered 200", f["good"].get("200", 0)],
+            ["misbehaving clients run", bad],
+            ["leaked account connections", f["leaked_account_connections"]],
+            ["leaked TCP connections", f["leaked_tcp_connections"]],
+            *[[f"server RSS MB at {s} s", v] for s, v in f["rss_mb_at_s"].items()],
+            ["RSS slope after the first minute, MB/min", f["rss_slope_mb_per_min"]]]
+    return table(["figure", "value"], rows)
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -230,6 +244,13 @@ BENCHMARKS = [
               "`capsim calibrate` (joint identification by linear programming, decisions "
               "only) on reference traces of growing length, against one replay of the same "
               "trace in the same run.", calibrate),
+    Benchmark("emulator_soak", "Emulator soak", "bench_emulator_soak.py",
+              "`capsim serve` in a child process for ten minutes (`--seconds`), driven by "
+              "well-behaved clients and, about twice a second in turn, killed clients, client "
+              "timeouts, half-sent bodies, never-reading clients, key-less bursts, HTTP/1.1 "
+              "clients, 4 MiB bodies and 33 streams before SETTINGS: connections the account "
+              "still holds once every client has left, and the server's RSS over time.",
+              emulator_soak),
     Benchmark("instructions", "Machine instructions of the engine", "bench_instructions.py",
               "The model's instruction count under callgrind: a figure independent of the "
               "machine's load (needs valgrind).", instructions),

@@ -190,6 +190,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         events.append((t_reach[i], 2, int(i), "attempt", {"i": int(i)}))
     heapq.heapify(events)
     refused: set[int] = set()
+    unasked: set[int] = set()
     ws_live: dict[int, bool] = {}
     result = Comparison()
     seq = 2 * n + len(events)
@@ -220,7 +221,14 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             recorded = HANDSHAKE_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
         else:
             c = int(conn[i])
+            # A connection is the account's from its first request that passes the
+            # header checks (a valid key; HTTP/2 with SNI where required): one that
+            # never presents a valid key counts against no limit (the emulator's rule).
             if conn_new[i] and c >= 0:
+                unasked.add(c)
+            headers_ok = key_ok and (bool(h2[i]) or not adm.needs_h2(method))
+            if c in unasked and headers_ok:
+                unasked.discard(c)
                 host = hostname[i] or "default"
                 if adm.connection_opened(now, host):
                     end, src = last_end.get(c, (now, ""))
@@ -230,7 +238,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
                     heapq.heappush(events, (end + hold, 0, seq, "conn-close", {}))
                 else:
                     refused.add(c)
-            if c in refused:
+            if c in refused and headers_ok:
                 d = Admission.refused_connection()
             else:
                 reserve, actual = _costs(method, profiles[i], cu[i], pricing)
