@@ -20,7 +20,6 @@ from ..traces.schema import WEBSOCKET_METHODS, open_trace
 
 CLASSES = ("ok", "throttled", "402", "435", "other")
 """Outcome classes, in the order of the confusion matrix."""
-MODELLED = ("ok", "throttled", "402", "435")
 
 _OK_STATUSES = (200, 101)
 _THROTTLE_STATUSES = (434, -32005)

@@ -32,7 +32,6 @@ from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 from .websockets import StreamClient, WebsocketSettings
 
-BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE_METHOD: "search"}
 METHOD_ALIASES = {"size": SIZE_METHOD, "/v1/size": SIZE_METHOD}
 _NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 RETRYABLE_DEFAULT = tuple(OUTCOMES[o] for o in (HTTP_434, RPC_32005, CONN_430, WS_435, WS_CU))

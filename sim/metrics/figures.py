@@ -1,7 +1,7 @@
 """From a tier's columnar result to the figures a capacity planner reads.
 
 :func:`tier_summary` gives the per-tier entry of ``summary.json``;
-:func:`attempts_frame` and :func:`windows_frame` give the Parquet tables (pandas,
+:func:`attempt_rows` and :func:`windows_frame` give the Parquet tables (pandas,
 categoricals, built once). Definitions:
 
 * ``throttle_rate``: attempts refused by the CU window (434, -32005, ws_cu_rejected)
@@ -307,12 +307,6 @@ def recommend(tiers: list[TierSummary]) -> Recommendation:
     basis = f"cheapest {what}at ${price(best):,.0f}/month" if priced else "smallest budget"
     return Recommendation(tier=best.tier,
                           reason=f"{basis} of {len(meeting)} tier(s) meeting the SLO")
-
-
-def attempts_frame(result: TierResult, plan: Plan) -> pd.DataFrame:
-    """One row per attempt (``requests.parquet``) of a whole tier."""
-    a = result.attempts
-    return attempt_rows(a, pd.Categorical([result.tier.name] * len(a["outcome"])), plan)
 
 
 def attempt_rows(a: dict[str, np.ndarray], tier, plan: Plan) -> pd.DataFrame:

@@ -113,13 +113,6 @@ class Recorder:
         if len(self.attempt_buf) >= self.attempt_chunk_bytes:
             self._flush_attempts()
 
-    def request(self, rid, source, method, t_first, t_end, outcome, attempts) -> None:
-        """Record a logical request once it has its final outcome."""
-        self.request_buf += REQUEST_ROW.pack(rid, source, method, t_first, t_end, outcome,
-                                             attempts)
-        if len(self.request_buf) >= self.request_chunk_bytes:
-            self._flush_requests()
-
     def flush(self) -> None:
         """Hand on the rows of whichever table has a full chunk: for a caller that
         packs into :attr:`attempt_buf` and :attr:`request_buf` itself and calls this as
@@ -171,7 +164,3 @@ class Recorder:
         self._flush_requests()
         self.attempt_sink.close()
         self.request_sink.close()
-
-    def arrays(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """``(attempts, requests)`` as dicts of typed numpy columns (after :meth:`close`)."""
-        return self.attempt_sink.read(), self.request_sink.read()

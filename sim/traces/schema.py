@@ -106,7 +106,6 @@ SCHEMA = pa.schema([
 ])
 COLUMNS = tuple(SCHEMA.names)
 OPTIONAL_COLUMNS = ("notification", "retry_after_s")
-REQUIRED = ("time_ns", "api", "method", "key")
 
 
 class TraceWriter:
