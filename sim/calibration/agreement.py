@@ -36,7 +36,6 @@ import pyarrow.parquet as pq
 
 from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
-from ..config.websockets import ExpiryRange
 from ..core.pseudonyms import pseudonym
 from ..core.vocabulary import (
     HANDSHAKE_STATUS_OUTCOME,
@@ -47,6 +46,7 @@ from ..core.vocabulary import (
     WINDOW_S,
 )
 from ..policy.admission import Admission
+from ..policy.slots import mean_stale_expiry_s
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
 
 HANDSHAKE_OUTCOME = {**HANDSHAKE_STATUS_OUTCOME, 200: "ok"}
@@ -95,10 +95,7 @@ class Comparison:
 
 
 def _stale_expiry(loaded: LoadedScenario) -> float:
-    exp = loaded.scenario.ws.stale_expiry_s
-    if isinstance(exp, ExpiryRange):
-        return (exp.low + exp.high) / 2.0
-    return float(exp)
+    return mean_stale_expiry_s(loaded.scenario.ws.stale_expiry_s)
 
 
 def _stream_of(method: str) -> str:

@@ -29,14 +29,15 @@ from simpy.events import NORMAL, Event
 
 from ...config.pricing import Pricing
 from ...config.tiers import Tier
-from ...config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
+from ...config.websockets import StreamClient, StreamSource, WebsocketSettings
 from ...core.draws import BlockDraws
 from ...core.rng import stream
 from ...core.vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU, Rng
 from ...policy.limiter import NO_ALLOWANCE
 from ...policy.limiter import OK as LIM_OK
 from ...policy.limiters import Limiter
-from ...policy.slots import SlotPool, summed_series
+from ...policy.retry import backoff_s
+from ...policy.slots import SlotPool, stale_expiry_s, summed_series
 from ...workload.arrivals import arrival_times
 from .publish import PublishTimes
 from .records import HandshakeSink, WebsocketsResult, WsRecords
@@ -356,16 +357,10 @@ class Websockets:
         clean = frac >= 1.0 or (frac > 0.0 and conn.faults() < frac)
         self._close(conn, now, CLEAN if clean else UNCLEAN)
 
-    def _delay(self, policy, conn: _Conn, n: int, retry_after: float) -> float:
+    @staticmethod
+    def _delay(policy, conn: _Conn, n: int, retry_after: float) -> float:
         """Seconds before reconnect attempt ``n`` (1 = the first after a disconnect)."""
-        kind = policy.policy
-        if kind == "immediate":
-            return 0.0
-        if kind == "fixed":
-            return policy.delay_s
-        if kind == "retry-after" and retry_after == retry_after:  # a header (not NaN)
-            return retry_after + policy.jitter_s * conn.reconnect()
-        return conn.reconnect() * min(policy.cap_s, policy.base_s * 2.0 ** min(n - 1, 60))
+        return backoff_s(policy, n, retry_after, conn.reconnect)
 
     def _want(self, conn: _Conn, now: float) -> None:
         conn.want_since, conn.lost_before = now, 0
@@ -405,10 +400,7 @@ class Websockets:
             pool.release_clean(now)
 
     def _stale_expiry(self, conn: _Conn) -> float:
-        exp = self.settings.stale_expiry_s
-        if isinstance(exp, ExpiryRange):
-            return exp.low + (exp.high - exp.low) * conn.stale()
-        return float(exp)
+        return stale_expiry_s(self.settings.stale_expiry_s, conn.stale)
 
     # -- the result ------------------------------------------------------------------
 
