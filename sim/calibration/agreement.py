@@ -38,20 +38,16 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.pseudonyms import pseudonym
 from ..core.vocabulary import (
-    HANDSHAKE_STATUS_OUTCOME,
     HTTP_STATUS_OUTCOME,
     MONITORING,
     MONITORING_PATH,
+    RECORDED_HANDSHAKE_STATUS_OUTCOME,
     SIZE_METHOD,
     WINDOW_S,
 )
 from ..policy.admission import Admission
 from ..policy.slots import mean_stale_expiry_s
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
-
-HANDSHAKE_OUTCOME = {**HANDSHAKE_STATUS_OUTCOME, 200: "ok"}
-"""Recorded handshake status -> outcome name; a recording may show an accepted
-handshake as 200 (a websocket over HTTP/2, RFC 8441)."""
 
 
 @dataclass
@@ -214,7 +210,8 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             d = adm.handshake(now, _stream_of(method), key_ok=key_ok)
             if d.name == "ok":
                 ws_live[int(conn[i])] = True
-            recorded = HANDSHAKE_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
+            recorded = (RECORDED_HANDSHAKE_STATUS_OUTCOME.get(int(status[i]))
+                        if status[i] == status[i] else None)
         else:
             c = int(conn[i])
             if conn_new[i] and c >= 0:

@@ -82,7 +82,6 @@ META_VERSION = "capsim.trace_version"
 META_SOURCE = "capsim.source_file"
 
 WEBSOCKET_METHODS = (*STREAMS_API_STREAMS, MONITORING_PATH)
-THROTTLE_STATUSES = (434, -32005, 430, 435)
 NO_KEY = "(none)"
 TEXT_COLUMNS = ("method", "region", "profiles")
 """Free-text columns a key could hide in: redacted on import, scanned after writing."""
