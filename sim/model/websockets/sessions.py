@@ -32,8 +32,8 @@ from ...config.tiers import Tier
 from ...config.websockets import StreamClient, StreamSource, WebsocketSettings
 from ...core.draws import BlockDraws
 from ...core.rng import stream
-from ...core.vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU, Rng
-from ...policy.limiter import NO_ALLOWANCE
+from ...core.vocabulary import CLOSE_KINDS, OK, WS_435, Rng
+from ...policy.admission import ORDER
 from ...policy.limiter import OK as LIM_OK
 from ...policy.limiters import Limiter
 from ...policy.retry import backoff_s
@@ -309,28 +309,23 @@ class Websockets:
     # -- the service side and the bookkeeping ---------------------------------------
 
     def _handshake(self, conn: _Conn, now: float) -> tuple[int, float]:
-        """Key, API selection, slot cap, connect CU; record and return (outcome, Retry-After)."""
+        """Key, API selection, slot cap, connect CU (:data:`ORDER`); record and return
+        (outcome, Retry-After)."""
         ci, retry_after = conn.client, _NAN
-        if not self._key_ok[ci]:
-            outcome = AUTH_401
-        elif not self._allowed[ci]:
-            outcome = PAY_402
-        else:
+        outcome = ORDER.handshake_before_slots(key_ok=self._key_ok[ci],
+                                               api_in_tier=self._allowed[ci])
+        if outcome is None:
             pool, lim = self.pools[self._acct[ci]], self._limiters[self._acct[ci]]
             ok, wait = pool.acquire(now)
             if not ok:
                 outcome, retry_after = WS_435, float(wait)
             else:
-                status = lim.spend(now, self._connect_cu)
-                if status == LIM_OK:
-                    outcome = OK
+                outcome = ORDER.handshake_connect(lim.spend(now, self._connect_cu))
+                if outcome == OK:
                     self.records.cu_connect += self._connect_cu
                 else:
                     pool.release_clean(now)
-                    if status == NO_ALLOWANCE:
-                        outcome = PAY_402
-                    else:  # THROTTLED, or OVERSIZED (a connect cost above the budget)
-                        outcome = WS_CU
+                    if outcome in ORDER.WINDOW_RETRY_AFTER:
                         retry_after = float(lim.retry_after(now))
         self.records.handshake(now, ci, conn.idx, outcome, retry_after)
         return outcome, retry_after
