@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics.figures import attempt_rows
+from ..metrics.tables import attempt_rows
 from ..model.engine import TierResult
 from ..workload.demand import Plan
 

@@ -27,14 +27,8 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.pseudonyms import secret_kind
 from ..core.version import __version__
-from ..metrics.figures import (
-    latency_table,
-    recommend,
-    slots_frame,
-    streams_frame,
-    tier_summary,
-    windows_frame,
-)
+from ..metrics.figures import recommend, tier_summary
+from ..metrics.tables import latency_table, slots_frame, streams_frame, windows_frame
 from ..model import recorder as rc
 from ..model.engine import TierResult, TierRun
 from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
@@ -62,7 +56,7 @@ class RunOutput:
 
     ``records`` holds the attempt rows (spooled; :attr:`attempts` reads them whole);
     ``latencies`` is each tier's latency CDF as a table of at most
-    :data:`sim.metrics.figures.LATENCY_POINTS` points (:func:`sim.metrics.figures.latency_table`);
+    :data:`sim.metrics.tables.LATENCY_POINTS` points (:func:`sim.metrics.tables.latency_table`);
     ``minutes`` (attempts per minute and outcome) and ``refused_handshakes`` are the
     aggregates the plots draw; ``records_mode`` is what a report folder gets
     (:data:`sim.runner.records.RECORDS`).

@@ -80,4 +80,5 @@ def test_calibration_classes_from_the_one_table():
 def test_the_emulator_table_is_the_vocabulary_s_but_for_json_rpc_in_a_200():
     from sim.live.app import HTTP_STATUS
 
-    assert HTTP_STATUS == {o: 200 if o == RPC_32005 else s for o, s in OUTCOME_STATUS.items()}
+    want = {o: 200 if o == RPC_32005 else s for o, s in OUTCOME_STATUS.items()}
+    assert want == HTTP_STATUS
