@@ -47,6 +47,13 @@ from .websockets.sessions import Websockets
 
 FEED_HORIZON_S = 1.0
 _NAN = math.nan
+# The values the hot paths pack into a row, in their order (``_complete``, ``_refused``),
+# by the recorder's column names: binding the packers checks them against its layout.
+_ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", "t_send",
+                   "t_end", "outcome", "cu_reserved", "cu_settled", "retry_after_s",
+                   "phantom", "stream_wait_s")
+_REQUEST_VALUES = ("request_id", "source", "method", "t_first", "t_end", "outcome",
+                   "attempts")
 
 
 class Request(Event):
@@ -247,7 +254,8 @@ class TierRun:
         # The recorder's row buffers and packers, bound once (it empties the buffers in
         # place): an attempt or request row is one ``buf += pack(...)``.
         self._abuf, self._qbuf = self.rec.attempt_buf, self.rec.request_buf
-        self._apack, self._qpack = rc.ATTEMPT_ROW.pack, rc.REQUEST_ROW.pack
+        self._apack = rc.ATTEMPT_ROW.packer(*_ATTEMPT_VALUES)
+        self._qpack = rc.REQUEST_ROW.packer(*_REQUEST_VALUES)
         self._abytes, self._qbytes = self.rec.attempt_chunk_bytes, self.rec.request_chunk_bytes
         self.ws = None
         if sc.streams:
