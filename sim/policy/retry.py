@@ -33,14 +33,17 @@ def backoff_s(policy: RetryPolicy | ReconnectPolicy, n: int, retry_after: float 
     ``-32005``) full jitter: a uniform draw times ``min(cap_s, base_s * 2 ** (n - 1))``.
     ``uniform()`` is called only when the formula uses a draw (at most once).
     """
+    # (every retry of every client comes here: branches, not calls, on the way)
     kind = policy.policy
-    if kind == "immediate":
-        return 0.0
-    if kind == "fixed":
-        return policy.delay_s
     if kind == "retry-after" and retry_after is not None and retry_after == retry_after:
         return retry_after + policy.jitter_s * uniform()
-    return uniform() * min(policy.cap_s, policy.base_s * 2.0 ** min(n - 1, _MAX_DOUBLINGS))
+    if kind == "fixed":
+        return policy.delay_s
+    if kind == "immediate":
+        return 0.0
+    wait = policy.base_s * 2.0 ** (n - 1 if n <= _MAX_DOUBLINGS else _MAX_DOUBLINGS)
+    cap = policy.cap_s
+    return uniform() * (wait if wait < cap else cap)
 
 
 class RetryDecider:
