@@ -173,7 +173,7 @@ class Sizing(Strict):
 
 
 class Replay(Strict):
-    """How a recorded trace is replayed (see the README's trace section)."""
+    """How a recorded trace is replayed (docs/reference/scenario.md, replay options)."""
 
     speed: FiniteFloat = Field(default=1.0, gt=0)
     load_multiplier: FiniteFloat = Field(default=1.0, gt=0)
