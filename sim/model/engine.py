@@ -15,6 +15,11 @@ admitted attempt: the :class:`Request` itself is the event, put back on the queu
 request's final outcome schedules its worker's next send. The open-loop feeder is a
 process that wakes once per ``FEED_HORIZON_S`` and schedules the sends of that slice, so
 no event exists per request long before its time.
+
+The service decides in :data:`sim.policy.admission.ORDER`'s order, tabulated once per run
+(``_gate``, ``_after_limiter``). The same model written plainly -- a SimPy process per
+request, no heap pushes or tables -- is ``tests/helpers/reference_engine.py``, and
+``tests/validation/test_reference_engine.py`` holds the two to the same attempts.
 """
 
 from __future__ import annotations
