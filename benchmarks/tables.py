@@ -158,6 +158,14 @@ def instructions(f: dict) -> list[str]:
                  [[f["tiers"], f["duration_s"], f["streams"], f["instructions_runs"]]])
 
 
+def calibrate(f: dict) -> list[str]:
+    rows = [[r["rows"], r["decisions"], r["seconds"], r["replay_floor_s"],
+             r["ratio_to_floor"], r["lp_cells_tried"]] for r in f["runs"]]
+    return table(["rows", "decisions", "calibrate s", "one replay s (floor)",
+                  "÷ floor (same run)", "phase cells tried"], rows) + [
+        "", f"Bar: 10,000 rows in under {f['limit_s_at_10000_rows']} s."]
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -201,6 +209,10 @@ BENCHMARKS = [
     Benchmark("trace_import", "Trace import", "bench_trace_import.py",
               "Importing a generated CSV trace (by default 10 million rows) and loading it "
               "for replay, against Arrow's bare CSV reader.", trace_import),
+    Benchmark("calibrate", "Calibration against trace length", "bench_calibrate.py",
+              "`capsim calibrate` (joint identification by linear programming, decisions "
+              "only) on reference traces of growing length, against one replay of the same "
+              "trace in the same run.", calibrate),
     Benchmark("instructions", "Machine instructions of the engine", "bench_instructions.py",
               "The model's instruction count under callgrind: a figure independent of the "
               "machine's load (needs valgrind).", instructions),

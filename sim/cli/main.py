@@ -166,10 +166,19 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
               default="attempts", show_default=True,
               help="Per-row tables written: attempts (requests.parquet and "
                    "windows.parquet), windows (windows.parquet only) or none.")
+@click.option("--robust", is_flag=True,
+              help="Also simulate every tier at the least and the most costly prices of "
+                   "the prices' ranges ([price_ranges], a calibration's intervals, else the "
+                   "documented defaults) and each price alone across its range; the "
+                   "report gets a 'How sure' section.")
+@click.option("--calibration", type=click.Path(), metavar="DIR",
+              help="Take prices, window phase, refund rule and price ranges from a "
+                   "calibration folder (capsim calibrate) or its calibration.json; "
+                   "implies --robust. --set still wins.")
 @scenario_options
 @size_options
-def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrides,
-        max_requests):
+def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
+        calibration, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
@@ -182,6 +191,13 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
     from ..report.markdown import tier_table
     from ..report.writer import write_report
 
+    cal = None
+    if calibration:
+        from ..calibration.use import read_calibration
+
+        cal = read_calibration(calibration)
+        overrides = (*cal.overrides, *overrides)
+        robust = True
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, jobs)
     sc = loaded.scenario
@@ -194,6 +210,8 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
         result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
         if not quiet:
             click.echo("", err=True)
+        if robust:
+            result.summary = _robust_summary(loaded, result.summary, cal, jobs, quiet)
         folder = write_report(result, out_dir, claimed)
     if quiet:
         return
@@ -202,11 +220,32 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
         click.echo(row)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if rec.robust is not None:
+        click.echo(f"at the least costly prices: {rec.at_low_prices or 'none'}; at the most "
+                   f"costly: {rec.at_high_prices or 'none'}: "
+                   + ("robust" if rec.robust else "NOT robust (see 'How sure' in the report)"))
     if with_headroom:
         from .sweep import run_headroom_line
 
         click.echo(run_headroom_line(scenario, overrides, rec.tier, seed))
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
+
+
+def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool):
+    """``summary`` with the recommendation across the prices' ranges (--robust)."""
+    from ..config.price_ranges import effective_ranges
+    from ..config.pricing import flatten
+    from ..jobs.robust import evaluate, with_robustness
+
+    ranges = effective_ranges(loaded.pricing, set(flatten(loaded.pricing_overrides)),
+                              loaded.price_ranges, None if cal is None else cal.ranges)
+
+    def progress(what: str) -> None:
+        if not quiet:
+            click.echo(f"robust: {what}", err=True)
+
+    rob = evaluate(loaded, ranges, summary.recommended.tier, jobs=jobs, progress=progress)
+    return with_robustness(summary, rob)
 
 
 def _progress(loaded: LoadedScenario):

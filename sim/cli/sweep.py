@@ -23,8 +23,21 @@ def executor_options(f):
 
 
 def _set_option(f):
+    f = click.option("--calibration", type=click.Path(), metavar="DIR",
+                     help="Take prices, window phase and refund rule from a calibration "
+                          "folder (capsim calibrate) or its calibration.json, in every "
+                          "run; --set still wins.")(f)
     return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
                         help="Override a scenario value in every run (as capsim run --set).")(f)
+
+
+def _calibrated(calibration: str | None, overrides: tuple[str, ...]) -> list[str]:
+    """``overrides`` after the calibration's (so that --set wins)."""
+    if not calibration:
+        return list(overrides)
+    from ..calibration.use import read_calibration
+
+    return [*read_calibration(calibration).overrides, *overrides]
 
 
 class _Progress:
@@ -70,7 +83,7 @@ def _clock(seconds: float) -> str:
 @executor_options
 @_set_option
 def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, jobs,
-          dask_scheduler, dask_local, overrides):
+          dask_scheduler, dask_local, calibration, overrides):
     """Run SCENARIO over a grid of values (--vary), its [[variants]] and replications.
 
     Writes points.parquet (one row per point x variant x tier x replication),
@@ -84,7 +97,8 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     from ..jobs.sweep_report import difference_lines
 
     plan = plan_sweep(scenario, vary=list(vary), replications=replications,
-                      tiers=list(tiers), overrides=list(overrides), variants=not no_variants)
+                      tiers=list(tiers), overrides=_calibrated(calibration, overrides),
+                      variants=not no_variants)
     out_dir = Path(out) if out else Path("reports") / f"{plan.scenario_name}-sweep"
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
         result = run_sweep(plan, out_dir, executor, keep_records=keep_records,
@@ -115,14 +129,15 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 @executor_options
 @_set_option
 def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
-             dask_scheduler, dask_local, overrides):
+             dask_scheduler, dask_local, calibration, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
     and what breaks first beyond it (bisection on a log scale)."""
     from ..jobs.executors import make_executor
     from ..jobs.headroom import find_headroom
 
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
-        found = find_headroom(scenario, tiers=list(tiers), overrides=list(overrides),
+        found = find_headroom(scenario, tiers=list(tiers),
+                              overrides=_calibrated(calibration, overrides),
                               replications=replications, max_load=max_load,
                               tolerance=tolerance, executor=executor)
     if as_json:

@@ -307,6 +307,8 @@ class Scenario(Strict):
     http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
+    price_ranges: dict[str, Any] = Field(default_factory=dict)
+    """Dotted pricing keys to ``[low, high]`` (:mod:`sim.config.price_ranges`)."""
     check: CheckSettings = Field(default_factory=CheckSettings)
     variants: list[Variant] = Field(default_factory=list)
 
