@@ -36,22 +36,18 @@ import pyarrow.parquet as pq
 
 from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
-from ..config.websockets import ExpiryRange
 from ..core.pseudonyms import pseudonym
 from ..core.vocabulary import (
-    HANDSHAKE_STATUS_OUTCOME,
     HTTP_STATUS_OUTCOME,
     MONITORING,
     MONITORING_PATH,
+    RECORDED_HANDSHAKE_STATUS_OUTCOME,
     SIZE_METHOD,
     WINDOW_S,
 )
 from ..policy.admission import Admission
+from ..policy.slots import mean_stale_expiry_s
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
-
-HANDSHAKE_OUTCOME = {**HANDSHAKE_STATUS_OUTCOME, 200: "ok"}
-"""Recorded handshake status -> outcome name; a recording may show an accepted
-handshake as 200 (a websocket over HTTP/2, RFC 8441)."""
 
 
 @dataclass
@@ -95,10 +91,7 @@ class Comparison:
 
 
 def _stale_expiry(loaded: LoadedScenario) -> float:
-    exp = loaded.scenario.ws.stale_expiry_s
-    if isinstance(exp, ExpiryRange):
-        return (exp.low + exp.high) / 2.0
-    return float(exp)
+    return mean_stale_expiry_s(loaded.scenario.ws.stale_expiry_s)
 
 
 def _stream_of(method: str) -> str:
@@ -218,7 +211,8 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             d = adm.handshake(now, _stream_of(method), key_ok=key_ok)
             if d.name == "ok":
                 ws_live[int(conn[i])] = True
-            recorded = HANDSHAKE_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
+            recorded = (RECORDED_HANDSHAKE_STATUS_OUTCOME.get(int(status[i]))
+                        if status[i] == status[i] else None)
         else:
             c = int(conn[i])
             # A connection is the account's from its first request that passes the
