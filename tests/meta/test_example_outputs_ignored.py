@@ -72,10 +72,6 @@ def test_the_how_to_builds_capsim_alone_into_dist():
     assert wheels and all(_builds_capsim_alone_into_a_folder(c) for c in wheels), wheels
 
 
-@pytest.mark.xfail(strict=True, reason="README.md is the docs engineer's: its line "
-                   "`pip wheel . && pip install capsim-*.whl` is to become "
-                   "`pip wheel --no-deps -w dist . && pip install dist/capsim-*.whl` "
-                   "(remove this mark then)")
 def test_the_readme_builds_capsim_alone_into_dist():
     """Item 15: the README's own ``pip wheel`` builds capsim alone into ``dist/``."""
     wheels = _pip_wheels(ROOT / "README.md")
