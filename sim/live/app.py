@@ -37,13 +37,10 @@ from ..config.scenario import Sizing
 from ..core.rng import stream as named_stream
 from ..core.vocabulary import (
     AUTH_401,
-    CONN_430,
-    HTTP_434,
     MONITORING,
     MONITORING_PATH,
     OK,
-    OVERSIZED,
-    PAY_402,
+    OUTCOME_STATUS,
     PROTO_421,
     RPC,
     RPC_32005,
@@ -51,21 +48,19 @@ from ..core.vocabulary import (
     SIZE_METHOD,
     STREAMS,
     STREAMS_API_STREAMS,
-    WS_435,
-    WS_CU,
     Rng,
 )
 from ..policy.admission import Admission, Decision
+from ..policy.slots import stale_expiry_s
 from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
 from .access import AccessLog, Exchange
 from .clock import ServiceClock
 from .connections import ConnectionInfo, ConnectionRegistry
 from .publisher import Publisher
 
-HTTP_STATUS = {OK: 200, HTTP_434: 434, RPC_32005: 200, PAY_402: 402, AUTH_401: 401,
-               OVERSIZED: 413, PROTO_421: 421, CONN_430: 430, WS_435: 435, WS_CU: 434}
-"""HTTP status of each outcome (``-32005`` is a JSON-RPC error inside a 200 reply; a
-handshake refused for CU is answered 434, like an HTTP endpoint)."""
+HTTP_STATUS = {o: 200 if o == RPC_32005 else s for o, s in OUTCOME_STATUS.items()}
+"""HTTP status of each outcome: the vocabulary's :data:`OUTCOME_STATUS`, except that
+``-32005`` is a JSON-RPC error inside a 200 reply."""
 
 WS_EXHAUSTED_CODE = 1013
 """Close code of a billed stream closed because a delivery could not reserve its CU."""
@@ -644,10 +639,7 @@ class EmulatorApp:
                 sock.release(self, clean=not unclean, stale_expiry_s=self._expiry())
 
     def _expiry(self) -> float:
-        exp = self._stale
-        if isinstance(exp, int | float):
-            return float(exp)
-        return exp.low + (exp.high - exp.low) * float(self._stale_rng.random())
+        return stale_expiry_s(self._stale, lambda: float(self._stale_rng.random()))
 
     async def _deliver(self, name: str, seq: int, t: float) -> None:
         """Publish one event of ``name`` to every live socket; billed deliveries that

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,9 +56,6 @@ class Certificate:
     key_path: Path
     reused: bool = False
 
-    def client_context(self) -> ssl.SSLContext:
-        """A client TLS context trusting this CA (hostnames checked as usual)."""
-        return ssl.create_default_context(cafile=str(self.ca_path))
 
 
 def _names_of(pem: bytes) -> tuple[set[str], dt.datetime] | None:

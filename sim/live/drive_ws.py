@@ -33,10 +33,9 @@ from ..core.vocabulary import (
     STREAMS,
     Rng,
 )
+from ..policy.retry import backoff_s
 from ..workload.arrivals import arrival_times
 from .certs import HOSTNAMES
-
-EXHAUSTED_CODE = 1013
 
 
 def path_of(stream: str) -> str:
@@ -171,14 +170,7 @@ class StreamDriver:
     # -- clients ---------------------------------------------------------------------
 
     def _delay(self, c: StreamClient, draws: _Draws, n: int, retry_after: float) -> float:
-        p = c.reconnect
-        if p.policy == "immediate":
-            return 0.0
-        if p.policy == "fixed":
-            return p.delay_s
-        if p.policy == "retry-after" and not math.isnan(retry_after):
-            return retry_after + p.jitter_s * draws.uniform()
-        return draws.uniform() * min(p.cap_s, p.base_s * 2.0 ** min(n - 1, 60))
+        return backoff_s(c.reconnect, n, retry_after, draws.uniform)
 
     async def _holder(self, ci: int, c: StreamClient, k: int) -> None:
         d, clock = self.drive, self.drive.clock
