@@ -662,7 +662,8 @@ def _group_ranges(pf) -> list[tuple[int, int, int, int]]:
 def max_overlap_rows(groups: list[tuple[int, int, int, int]]) -> int:
     """The most rows of row groups whose time ranges overlap a common instant (what the
     merge of :class:`ReplayStream` holds at once, at most)."""
-    events = sorted([(lo, 0, n) for _, lo, _, n in groups] + [(hi, 1, -n) for _, _, hi, n in groups])
+    events = sorted([(lo, 0, n) for _, lo, _, n in groups]
+                    + [(hi, 1, -n) for _, _, hi, n in groups])
     best = cur = 0
     for _, _, n in events:
         cur += n
