@@ -7,9 +7,9 @@ Phases, in the order a run does them:
 
 * simulation: each tier's :class:`~sim.model.engine.TierRun` (spool writing included,
   and also shown on its own: ``ParquetSink.write``/``close``);
-* per-tier parts: summary entry, latency table, frames (:func:`sim.runner.tier_parts`;
+* per-tier parts: summary entry, latency table, frames (:func:`sim.runner.run.tier_parts`;
   with ``--jobs 2`` the workers do this);
-* requests.parquet: :class:`sim.records.RequestsWriter` over every tier (with ``--jobs 2``
+* requests.parquet: :class:`sim.runner.records.RequestsWriter` over every tier (with ``--jobs 2``
   the parent does this while later tiers still simulate);
 * plots, report.md/html, summary.json.
 
@@ -28,12 +28,12 @@ import time
 from functools import partial
 from pathlib import Path
 
+from sim.config.resolved import load
 from sim.model import sinks
 from sim.model.engine import TierRun
-from sim.policy.resolved import load
-from sim.records import RequestsWriter, spool_folder
 from sim.report import html, markdown, plots
-from sim.runner import assemble, tier_parts
+from sim.runner.records import RequestsWriter, spool_folder
+from sim.runner.run import assemble, tier_parts
 from sim.workload.demand import build_plan
 
 

@@ -34,6 +34,8 @@ import numpy as np
 import simpy
 from simpy.events import NORMAL, Event
 
+from sim.config.resolved import load
+from sim.config.tiers import find_tier
 from sim.model import recorder as rc
 from sim.model.aggregates import MinuteOutcomes
 from sim.model.engine import Request, TierRun
@@ -41,8 +43,6 @@ from sim.model.environment import Environment
 from sim.model.transport import ClientPool
 from sim.policy.connections import AccountConnections
 from sim.policy.limiter import CULimiter
-from sim.policy.resolved import load
-from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 

@@ -23,7 +23,7 @@ import tempfile
 CHILD = r'''
 import sys
 from sim.model.engine import TierRun
-from sim.policy.resolved import load
+from sim.config.resolved import load
 from sim.workload.demand import build_plan
 tiers, duration = int(sys.argv[1]), sys.argv[2]
 streams, run = sys.argv[3] == "on", sys.argv[4] == "run"

@@ -35,7 +35,7 @@ arrival = {{ process = "poisson", rate = {rate} }}
 """
 CHILD = """
 import resource, sys
-from sim.cli import main
+from sim.cli.main import main
 main(sys.argv[1:], standalone_mode=False)
 print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """

@@ -20,11 +20,11 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sim.config.resolved import load
+from sim.config.tiers import find_tier
 from sim.model.engine import TierRun
 from sim.model.recorder import ATTEMPT_COLUMNS
 from sim.model.sinks import SPOOL_OPTIONS, ParquetSink
-from sim.policy.resolved import load
-from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 SETTINGS = {

@@ -7,7 +7,7 @@ the figures are medians: wall time, CPU time (user + system of the child) and th
 of the wall time to ``python -c pass`` and to ``python -c "import pydantic"`` measured in
 the same run. The commands are ``capsim --help``, ``capsim run --help``, ``capsim
 tiers`` and ``capsim validate`` of the built-in scenario and of each ``workloads/*.toml``
-(the console script beside this interpreter, else ``python -m sim.cli``). Then, in fresh
+(the console script beside this interpreter, else ``python -m sim.cli.main``). Then, in fresh
 processes, where ``validate``'s imports spend their CPU, stage by stage (click, pydantic
 with its first model, the scenario's sub-models, the scenario model, the loader with
 pricing and tiers). A last section times, in this process, what ``validate`` does after
@@ -40,7 +40,7 @@ DEFAULT = ROOT / "sim" / "data" / "default.toml"
 def capsim() -> list[str]:
     """The console script installed with this interpreter, else the module."""
     script = Path(sys.executable).with_name("capsim")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "sim.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sim.cli.main"]
 
 
 def cases(heavy: bool) -> dict[str, list[str]]:
@@ -86,7 +86,7 @@ import sim.config.distributions, sim.config.websockets, sim.config.arrivals, sim
 marks.append(clock())
 import sim.config.scenario
 marks.append(clock())
-import sim.policy.selection, sim.workload.size_estimate
+import sim.config.selection, sim.workload.size_estimate
 marks.append(clock())
 print(" ".join(repr(b - a) for a, b in zip(marks, marks[1:])))
 """
@@ -107,7 +107,7 @@ def stages(repeat: int, env: dict[str, str]) -> None:
 def in_process(repeat: int) -> None:
     """What validate does after its imports, timed here (imports already paid)."""
     sys.path.insert(0, str(ROOT))  # this tree's sim, whatever the interpreter has installed
-    from sim.policy.selection import load_scenario
+    from sim.config.selection import load_scenario
     from sim.workload.size_estimate import check
 
     print(f"\nin this process, median of {repeat} (imports excluded):")

@@ -18,8 +18,8 @@ import time
 
 import simpy
 
+from sim.config.resolved import load
 from sim.model import engine
-from sim.policy.resolved import load
 from sim.workload.demand import build_plan
 
 

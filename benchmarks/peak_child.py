@@ -5,7 +5,7 @@ from __future__ import annotations
 
 CHILD = """
 import resource, sys
-from sim.cli import main
+from sim.cli.main import main
 try:
     main(sys.argv[1:], standalone_mode=False)
 finally:

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy import exports
-
-__version__ = "0.1.0"
+from .core.lazy import exports
+from .core.version import __version__
 
 _WHERE = {
     "run": ".api", "RunResult": ".api",
-    "load_summary": ".summary", "RunSummary": ".summary", "TierSummary": ".summary",
-    "CapsimError": ".errors",
+    "load_summary": ".results.summary", "RunSummary": ".results.summary",
+    "TierSummary": ".results.summary",
+    "CapsimError": ".core.errors",
 }
 
 __all__ = ["CapsimError", "RunResult", "RunSummary", "TierSummary", "__version__",
@@ -30,7 +30,7 @@ __all__ = ["CapsimError", "RunResult", "RunSummary", "TierSummary", "__version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import RunResult, run
-    from .errors import CapsimError
-    from .summary import RunSummary, TierSummary, load_summary
+    from .core.errors import CapsimError
+    from .results.summary import RunSummary, TierSummary, load_summary
 
 __getattr__, __dir__ = exports(globals(), _WHERE)

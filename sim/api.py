@@ -2,7 +2,7 @@
 
     import sim
     result = sim.run("workloads/searcher.toml", overrides=["duration=600"], tiers=["Search"])
-    result.summary.recommended.tier          # typed summary (sim.summary.RunSummary)
+    result.summary.recommended.tier          # typed summary (sim.results.summary.RunSummary)
     result.attempts.groupby("outcome").size()  # one row per attempt (pandas)
     result.write("reports/searcher")           # exactly what `capsim run` writes
 
@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .policy.resolved import LoadedScenario
-from .policy.selection import load_scenario
-from .policy.tiers import Tier
-from .runner import RunOutput
-from .runner import run as _run_loaded
+from .config.resolved import LoadedScenario
+from .config.selection import load_scenario
+from .config.tiers import Tier
+from .runner.run import RunOutput
+from .runner.run import run as _run_loaded
 
 Progress = Callable[[Tier, float], None]
 """``progress(tier, simulated_seconds)``, called as each tier's simulation advances."""
@@ -45,14 +45,14 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
     """Simulate ``scenario`` against its tiers (or ``tiers``, by name) and return the results.
 
     ``scenario`` is a TOML path, None for the built-in default, or a
-    :class:`~sim.policy.LoadedScenario`; ``overrides`` take the dotted paths of
+    :class:`~sim.config.LoadedScenario`; ``overrides`` take the dotted paths of
     ``capsim run --set`` (``["duration=600", "sources[0].arrival.rate=40"]``); ``jobs``
     simulates tiers in worker processes (same results); ``records`` chooses what
     :meth:`RunResult.write` writes per row: ``"attempts"`` (``requests.parquet`` and
     ``windows.parquet``), ``"windows"`` (``windows.parquet`` only, what sweeps use) or
     ``"none"``. Attempt rows are spooled to disk as the run goes either way, and
     ``result.attempts`` reads them back whole. A user's mistake raises
-    :class:`~sim.errors.CapsimError`.
+    :class:`~sim.core.errors.CapsimError`.
     """
     loaded = load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
     out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records)

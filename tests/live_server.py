@@ -13,8 +13,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.policy.resolved import load
-from sim.policy.tiers import find_tier
+from sim.config.resolved import load
+from sim.config.tiers import find_tier
 
 BASE = """
 name = "live-test"

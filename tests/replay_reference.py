@@ -13,10 +13,10 @@ import dataclasses
 import numpy as np
 
 from sim.config.scenario import Method, Source
-from sim.errors import CapsimError
-from sim.redact import pseudonym
-from sim.rng import stream
-from sim.vocabulary import SIZE_METHOD, Rng
+from sim.core.errors import CapsimError
+from sim.core.pseudonyms import pseudonym
+from sim.core.rng import stream
+from sim.core.vocabulary import SIZE_METHOD, Rng
 from sim.workload.method_map import WILDCARD, check_targets, describe
 from sim.workload.replay_source import trace_path
 

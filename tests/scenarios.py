@@ -4,7 +4,7 @@
 whatever tables a test adds, and one source -- by default a Poisson source ``s`` on the
 account's first key. A test names only the parts it is about and keeps its TOML
 readable; :func:`write_scenario` writes the text and returns the path, :func:`scenario_raw`
-parses it for ``sim.policy.resolved.validate``.
+parses it for ``sim.config.resolved.validate``.
 
     write_scenario(tmp_path, tiers=["Advanced bundle"], rate=6,
                    tables='[clients.default]\\nretry = { policy = "none" }\\n')

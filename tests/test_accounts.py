@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 import sim
-from sim.errors import CapsimError
+from sim.config.pricing import default_pricing_table
+from sim.config.resolved import load, validate
+from sim.config.tiers import find_tier
+from sim.core.errors import CapsimError
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
-from sim.policy.pricing import default_pricing_table
-from sim.policy.resolved import load, validate
-from sim.policy.tiers import find_tier
 from sim.report.markdown import render
-from sim.runner import assemble
+from sim.runner.run import assemble
 from sim.workload.demand import build_plan
 
 W = 12.0
@@ -334,7 +334,7 @@ def test_two_accounts_workload_two_rpc_vs_one_all_3_apis():
 def test_the_live_emulator_refuses_several_accounts():
     """The emulator serves one account: a two-account scenario is a user error, not an
     AttributeError deep inside."""
-    from sim.live.admission import Admission
+    from sim.policy.admission import Admission
 
     raw = raw_scenario([constant("x", "x", Fraction(1), Fraction(1, 2))], tiers=["RPC"],
                        accounts=[{"name": "x", "keys": ["x"]}, {"name": "y", "keys": ["y"]}])

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import sim
-from sim.cli import main
-from sim.errors import CapsimError
-from sim.summary import SCHEMA_VERSION, RunSummary, TierSummary
+from sim.cli.main import main
+from sim.core.errors import CapsimError
+from sim.results.summary import SCHEMA_VERSION, RunSummary, TierSummary
 
 SHORT = ["duration=120"]
 

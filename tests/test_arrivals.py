@@ -24,7 +24,7 @@ from sim.config.arrivals import (
     Ramp,
     Spikes,
 )
-from sim.rng import stream
+from sim.core.rng import stream
 from sim.workload.arrivals import arrival_times
 
 HOUR = 3600.0

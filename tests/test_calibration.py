@@ -12,11 +12,11 @@ import pytest
 from calib_reference import T0_NS, Hidden, demand, serve, to_canonical
 
 from sim.calibration import calibrate, predict_as_recorded
+from sim.config.pricing import Pricing, default_pricing_table
 from sim.config.scenario import LimiterSettings
+from sim.config.tiers import find_tier
 from sim.policy.limiter import CULimiter
 from sim.policy.limiters import LIMITERS
-from sim.policy.pricing import Pricing, default_pricing_table
-from sim.policy.tiers import find_tier
 
 TIER = find_tier("All 3 APIs")
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from scenarios import scenario_text
 
-from sim.cli import main
+from sim.cli.main import main
 
 SHORT = ["--set", "duration=120"]
 

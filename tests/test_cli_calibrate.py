@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sim.cli import main
+from sim.cli.main import main
+from sim.config.pricing import Pricing, deep_merge, default_pricing_table
 from sim.config.scenario import LimiterSettings
-from sim.policy.pricing import Pricing, deep_merge, default_pricing_table
 from sim.traces.importers import import_trace
 
 SAMPLE = Path(__file__).resolve().parent.parent / "workloads" / "traces" / \

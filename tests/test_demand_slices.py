@@ -32,11 +32,11 @@ from sim.config.arrivals import (
     Ramp,
     Spikes,
 )
-from sim.policy.resolved import validate
-from sim.policy.selection import load_scenario
-from sim.rng import stream
+from sim.config.resolved import validate
+from sim.config.selection import load_scenario
+from sim.core.rng import stream
+from sim.core.vocabulary import SIZE_METHOD
 from sim.traces.importers import import_trace
-from sim.vocabulary import SIZE_METHOD
 from sim.workload.arrivals import ArrivalStream, arrival_count, arrival_times
 from sim.workload.demand import RequestDrawer, build_plan
 

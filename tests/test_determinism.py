@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from whole_demand import whole_demand
 
-from sim import runner
+from sim.config.resolved import LoadedScenario, load
+from sim.config.tiers import find_tier
 from sim.model.engine import TierResult, TierRun
-from sim.policy.resolved import LoadedScenario, load
-from sim.policy.tiers import find_tier
+from sim.runner import run as runner
 from sim.workload.demand import build_plan
 
 # The built-in default scenario, two simulated minutes, retries on (their jitter is

@@ -1,10 +1,9 @@
 """The README's Development section, checked against the tree.
 
 It tells a newcomer where each kind of change goes; what of that can drift silently is
-checked here: the layer table names every module of ``sim/`` in the row of its layer
-(the layers of ``tests/test_layers.py``), the limiter kinds the configuration accepts are
-the ones ``LIMITERS`` builds, and every scenario key, trace format and CI-gate metric is
-named in the README.
+checked here: the limiter kinds the configuration accepts are the ones ``LIMITERS`` builds,
+and every scenario key, trace format and CI-gate metric is named in the README. (The
+layers are the folders of ``sim/``: ``test_layers.py`` needs no table to keep in step.)
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
-from test_layers import LAYERS, layer_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SIM = ROOT / "sim"
@@ -32,55 +30,6 @@ def _section(heading: str, text: str = README) -> str:
             break
         lines.append(line)
     return "\n".join(lines)
-
-
-# -- the layer table ------------------------------------------------------------------------
-
-def layer_rows(text: str) -> list[set[str]]:
-    """The modules each row of the first table of ``text`` names (backticked paths that
-    exist under ``sim/``: ``cli.py``, ``jobs/``, ``regression/catalogue.py``)."""
-    rows = [line for line in text.splitlines() if line.startswith("| ")][1:]  # no header
-    out = []
-    for row in rows:
-        first, rest = row.split(" | ", 1)
-        names = set()
-        for token in re.findall(r"`([\w/]+(?:\.py)?/?)`", first + " | " + rest):
-            path = SIM / token
-            if token.endswith(".py") and path.is_file() or token.endswith("/") and path.is_dir():
-                names.add("sim." + token.removesuffix("/").removesuffix(".py").replace("/", "."))
-        out.append(names)
-    return out
-
-
-def top_level_modules() -> set[str]:
-    """Every module and package directly under ``sim/`` (not ``__init__``, not data)."""
-    mods = {f"sim.{p.stem}" for p in SIM.glob("*.py") if p.name != "__init__.py"}
-    mods |= {f"sim.{p.name}" for p in SIM.iterdir() if (p / "__init__.py").is_file()}
-    return mods
-
-
-def test_the_layer_table_has_one_row_per_layer_in_order():
-    rows = layer_rows(_section("## Development"))
-    assert len(rows) == len(LAYERS)
-    for i, names in enumerate(rows):
-        assert names, f"row {i} names no module"
-        wrong = {n: layer_of(n) for n in names if layer_of(n) != i}
-        assert not wrong, f"row {i} names modules of other layers: {wrong}"
-
-
-def test_the_layer_table_names_every_module():
-    named = set().union(*layer_rows(_section("## Development")))
-    assert top_level_modules() - named == set()
-    # Modules placed in another layer than their package are named too.
-    apart = {p for prefixes in LAYERS for p in prefixes if p.count(".") >= 2}
-    assert apart and apart - named == set()
-
-
-def test_the_table_check_sees_a_module_in_the_wrong_row():
-    text = ("| layer | what |\n|---|---|\n| bottom | `vocabulary.py`, `cli.py` |\n")
-    (row,) = layer_rows(text)
-    assert row == {"sim.vocabulary", "sim.cli"}
-    assert layer_of("sim.cli") != 0  # so the row check above would fail on it
 
 
 # -- a limiter policy -----------------------------------------------------------------------
@@ -159,7 +108,7 @@ def test_every_trace_format_is_in_the_readme():
 
 
 def test_every_gate_metric_is_in_the_readme():
-    from sim.regression.catalogue import METRIC_NAMES
+    from sim.results.catalogue import METRIC_NAMES
 
     section = _section("## capsim in CI")
     table = section.split("**What is compared**", 1)[1].split("\n\n", 2)[1]
@@ -171,7 +120,7 @@ def test_the_readme_scenario_example_is_a_valid_scenario():
     that the example's own [clients] table does not define)."""
     import tomllib
 
-    from sim.policy.resolved import validate
+    from sim.config.resolved import validate
 
     block = _section("## The scenario format").split("```toml\n", 1)[1].split("```", 1)[0]
     loaded = validate(tomllib.loads(block), "README.md")
@@ -185,7 +134,7 @@ def test_the_slo_criteria_cover_every_limit_of_the_slo():
     """Plots and the headroom search read the SLO through ``SLO_CRITERIA``: a limit added
     to ``[slo]`` without a criterion would be written but never checked by them."""
     from sim.config.scenario import Slo
-    from sim.summary import SLO_CRITERIA, SloSummary
+    from sim.results.summary import SLO_CRITERIA, SloSummary
 
     limits = [c.limit_field for c in SLO_CRITERIA]
     assert set(limits) == set(SloSummary.model_fields) == set(Slo.model_fields)

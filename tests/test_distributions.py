@@ -19,7 +19,7 @@ from sim.config.distributions import (
     ShiftedPoisson,
     Uniform,
 )
-from sim.rng import stream
+from sim.core.rng import stream
 
 N = 200_000
 # Two-sided normal tail beyond 5 standard errors is 6e-7 per check.

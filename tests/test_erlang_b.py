@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 import simpy
 
+from sim.config.pricing import Pricing, deep_merge, default_pricing_table
+from sim.config.tiers import CATALOG, SEARCH, Tier
 from sim.config.websockets import StreamClient, WebsocketSettings
 from sim.model import recorder as rc
 from sim.model.websockets import Websockets
 from sim.policy.limiter import CULimiter
-from sim.policy.pricing import Pricing, deep_merge, default_pricing_table
-from sim.policy.tiers import CATALOG, SEARCH, Tier
 
 SEEDS = 8
 DURATION_S = 15_000.0

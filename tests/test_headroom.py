@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 from scenarios import write_scenario
 
-from sim.cli import main
+from sim.cli.main import main
+from sim.config.pricing import default_pricing_table
 from sim.jobs.headroom import find_headroom
-from sim.policy.pricing import default_pricing_table
 
 C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
 

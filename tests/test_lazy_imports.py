@@ -3,7 +3,7 @@
 ``capsim --help``, ``capsim run --help``, ``capsim tiers`` and ``capsim validate`` must
 start in well under a second (``benchmarks/bench_startup.py`` measures it; no timing
 here). Each test below names modules a command must not import: adding an eager import
-back (a subcommand module imported by ``sim.cli``, a package ``__init__`` importing its
+back (a subcommand module imported by ``sim.cli.main``, a package ``__init__`` importing its
 submodules, numpy at the top of a config module) makes one of them fail.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import click
 import pytest
 
-from sim import cli_trace
-from sim.cli import LAZY_COMMANDS, main
+from sim.cli import trace as cli_trace
+from sim.cli.main import LAZY_COMMANDS, main
 from sim.traces.importers import FORMATS
 from sim.traces.schema import DEFAULT_CHUNK_ROWS
 
@@ -30,10 +30,10 @@ HEAVY = ("pandas", "pyarrow", "matplotlib", "simpy", "scipy")
 # What each subcommand module pulls in (asyncio for the live commands, the regression
 # gate's summary models, the trace importers).
 SUBCOMMANDS = tuple(sorted({c.module for c in LAZY_COMMANDS.values()})) + ("asyncio",)
-SCENARIO_MODELS = ("sim.config.scenario", "sim.config.loader", "sim.policy.resolved")
+SCENARIO_MODELS = ("sim.config.scenario", "sim.config.loader", "sim.config.resolved")
 CHILD = """
 import json, sys
-from sim.cli import main
+from sim.cli.main import main
 try:
     main(sys.argv[1:], standalone_mode=False)
 finally:
@@ -57,15 +57,15 @@ def loaded(modules: set[str], names) -> list[str]:
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"]])
 def test_help_loads_no_model(args):
     mods = modules_after(*args)
-    assert "sim.cli" in mods  # the child did run the command line
+    assert "sim.cli.main" in mods  # the child did run the command line
     assert loaded(mods, ("pydantic", "numpy", "sim.config", "sim.policy", *HEAVY,
                          *SUBCOMMANDS)) == []
 
 
 def test_tiers_loads_no_scenario_model_and_no_numpy():
     mods = modules_after("tiers")
-    assert "sim.policy.pricing" in mods
-    assert loaded(mods, ("numpy", "sim.summary", *SCENARIO_MODELS, *HEAVY,
+    assert "sim.config.pricing" in mods
+    assert loaded(mods, ("numpy", "sim.results.summary", *SCENARIO_MODELS, *HEAVY,
                          *SUBCOMMANDS)) == []
 
 
@@ -74,18 +74,18 @@ def test_tiers_loads_no_scenario_model_and_no_numpy():
 def test_validate_loads_no_simulator_table_plot_or_subcommand(scenario):
     mods = modules_after("validate", str(scenario))
     assert "sim.workload.size_estimate" in mods  # the run-size guard did run
-    assert loaded(mods, (*HEAVY, *SUBCOMMANDS, "numpy", "sim.summary", "sim.policy.retry",
+    assert loaded(mods, (*HEAVY, *SUBCOMMANDS, "numpy", "sim.results.summary", "sim.policy.retry",
                          "sim.policy.limiter", "difflib")) == []
 
 
 @pytest.mark.parametrize(("module", "absent"), [
-    ("sim", ("sim.api", "sim.summary", "sim.config", "sim.policy")),
-    ("sim.policy.tiers", ("sim.policy.pricing", "sim.policy.limiter", "sim.config", "numpy")),
-    ("sim.policy.pricing", ("sim.policy.limiter", "sim.policy.resolved", *SCENARIO_MODELS,
+    ("sim", ("sim.api", "sim.results.summary", "sim.config", "sim.policy")),
+    ("sim.config.tiers", ("sim.config.pricing", "sim.policy.limiter", *SCENARIO_MODELS, "numpy")),
+    ("sim.config.pricing", ("sim.policy.limiter", "sim.config.resolved", *SCENARIO_MODELS,
                             "numpy")),
     ("sim.config.distributions", ("numpy", "sim.config.scenario")),
     ("sim.config.scenario", ("numpy",)),
-    ("sim.regression.catalogue", ("sim.summary",)),
+    ("sim.results.catalogue", ("sim.results.summary",)),
 ])
 def test_module_alone_loads_only_what_it_needs(module, absent):
     code = (f"import json, sys, {module}; "
@@ -131,11 +131,13 @@ def reachable(group: click.Group) -> set[int]:
 
 
 def test_every_command_module_registered():
-    """Each command a ``sim.cli_*`` module defines is reachable from ``capsim``."""
+    """Each command a ``sim.cli`` module defines is reachable from ``capsim``."""
     under_capsim = reachable(main)
     defined = 0
-    for path in sorted((ROOT / "sim").glob("cli_*.py")):
-        module = importlib.import_module(f"sim.{path.stem}")
+    for path in sorted((ROOT / "sim" / "cli").glob("*.py")):
+        if path.stem in ("__init__", "main"):  # main is `capsim` itself
+            continue
+        module = importlib.import_module(f"sim.cli.{path.stem}")
         for value in vars(module).values():
             if isinstance(value, click.Command) and \
                     getattr(value.callback, "__module__", None) == module.__name__:

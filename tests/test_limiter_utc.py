@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sim.config.scenario import LimiterSettings
-from sim.errors import CapsimError
+from sim.core.errors import CapsimError
 from sim.policy.limiter import OK, THROTTLED, CULimiter
 from sim.policy.limiters import make_limiter
 

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from sim.live.admission import Admission
+from sim.config.resolved import validate
+from sim.config.tiers import find_tier
+from sim.policy.admission import Admission
 from sim.policy.connections import AccountConnections
-from sim.policy.resolved import validate
-from sim.policy.tiers import find_tier
 
 RAW = {"name": "adm", "account": {"keys": ["k"]},
        "sources": [{"name": "a", "key": "k", "arrival": {"process": "poisson", "rate": 1}}],

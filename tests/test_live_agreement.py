@@ -6,7 +6,7 @@ websocket clients (about 40 s of wall time at time scale 1.2). The scenario cros
 12-second window limit (-32005), the opening rate of 32 connections per second (430)
 and the websocket cap after an unclean drop (435 on stale slots). The driven trace is
 then replayed as recorded through the model's policy objects
-(:func:`sim.compare_traces.compare`); at least 99 % of the decisions must agree,
+(:func:`sim.calibration.agreement.compare`); at least 99 % of the decisions must agree,
 leaving out attempts that reached the service within a few milliseconds (scaled) of a
 window boundary, which are counted.
 """
@@ -24,10 +24,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sim.compare_traces import compare
+from sim.calibration.agreement import compare
+from sim.config.resolved import load
+from sim.config.tiers import find_tier
 from sim.live.drive import DriveOptions, run_drive
-from sim.policy.resolved import load
-from sim.policy.tiers import find_tier
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "workloads" / "live-agreement.toml"
@@ -37,7 +37,7 @@ BOUNDARY_WALL_S = 0.005  # "a few milliseconds" of wall time, scaled to service 
 
 def _start_server(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, int, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sim.cli", "serve", *args, "--port", "0",
+        [sys.executable, "-m", "sim.cli.main", "serve", *args, "--port", "0",
          "--cert-dir", str(tmp_path / "certs")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     port, ca = None, None
@@ -101,7 +101,7 @@ def test_serve_stops_cleanly_on_sigterm_and_sigint(tmp_path):
 def test_serve_refuses_a_non_loopback_host_without_allow_remote():
     from click.testing import CliRunner
 
-    from sim.cli import main
+    from sim.cli.main import main
 
     result = CliRunner().invoke(main, ["serve", "--tier", "RPC", "--host", "0.0.0.0"])
     assert result.exit_code == 2
@@ -113,7 +113,7 @@ def test_serve_refuses_a_non_loopback_host_without_allow_remote():
 def test_drive_refuses_anything_but_a_loopback_https_target(target, tmp_path):
     from click.testing import CliRunner
 
-    from sim.cli import main
+    from sim.cli.main import main
 
     result = CliRunner().invoke(main, ["drive", str(SCENARIO), "--target", target,
                                        "--out", str(tmp_path / "t.parquet")])

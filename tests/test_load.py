@@ -21,8 +21,8 @@ from whole_demand import whole_demand
 
 import sim
 from sim.config.arrivals import ARRIVAL_ADAPTER
-from sim.policy.resolved import validate
-from sim.rng import stream
+from sim.config.resolved import validate
+from sim.core.rng import stream
 from sim.workload.arrivals import arrival_times
 from sim.workload.demand import build_plan
 from sim.workload.load import scale_arrival, scaled_count

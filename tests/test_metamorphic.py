@@ -34,10 +34,10 @@ import pytest
 from whole_demand import whole_demand
 
 from sim.config.loader import apply_override, builtin_scenario_text
+from sim.config.resolved import LoadedScenario, load, validate
+from sim.config.tiers import APIS, SEARCH, STREAMS, Tier
 from sim.model import recorder as rc
 from sim.model.engine import TierResult, TierRun
-from sim.policy.resolved import LoadedScenario, load, validate
-from sim.policy.tiers import APIS, SEARCH, STREAMS, Tier
 from sim.workload.demand import Plan, build_plan
 
 W = 12.0

@@ -1,6 +1,6 @@
 """The whole SimPy model (sim/model/engine.py) against closed forms.
 
-Each test builds a small scenario in code, validated through ``sim.policy.validate``,
+Each test builds a small scenario in code, validated through ``sim.config.validate``,
 where the answer can be worked out on paper: deterministic (``constant``) arrivals,
 zero round trip and zero service time unless a test needs them, and retries off unless
 the retry is what is tested. Expected numbers come from the pricing defaults read here
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from whole_demand import whole_demand
 
+from sim.config.pricing import default_pricing_table
+from sim.config.resolved import LoadedScenario, validate
+from sim.config.tiers import find_tier
 from sim.model import recorder as rc
 from sim.model.engine import TierResult, TierRun
-from sim.policy.pricing import default_pricing_table
-from sim.policy.resolved import LoadedScenario, validate
-from sim.policy.tiers import find_tier
 from sim.workload.demand import Plan, build_plan
 
 W = 12.0

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.config.resolved import validate
+from sim.config.tiers import find_tier
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
 from sim.policy.pacing import TokenBucket
-from sim.policy.resolved import validate
-from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 

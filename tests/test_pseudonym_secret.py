@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from sim import redact
-from sim.errors import CapsimError
-from sim.redact import pseudonym
+from sim.core import pseudonyms as redact
+from sim.core.errors import CapsimError
+from sim.core.pseudonyms import pseudonym
 
-PACKAGE = Path(redact.__file__).resolve().parent
+PACKAGE = Path(redact.__file__).resolve().parent.parent  # sim/
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_no_constant_secret_is_left_in_the_package():
 def test_the_report_says_which_kind_of_secret_was_used(tmp_path, config_home):
     from click.testing import CliRunner
 
-    from sim.cli import main
+    from sim.cli.main import main
 
     out = tmp_path / "r"
     result = CliRunner().invoke(main, ["run", "--set", "duration=60", "--tier", "RPC",

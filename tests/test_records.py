@@ -206,8 +206,9 @@ def test_unknown_records_mode_is_refused():
 
 def test_requests_parquet_written_while_workers_run_is_the_one_written_after(
         tmp_path, monkeypatch):
-    from sim import records, runner
-    from sim.policy.resolved import load
+    from sim.config.resolved import load
+    from sim.runner import records
+    from sim.runner import run as runner
 
     loaded = load(None, [*SHORT, 'tiers=["RPC", "Search"]'])
     sequential = runner.run(loaded, jobs=1)

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from sim.errors import CapsimError
+from sim.core.errors import CapsimError
 from sim.regression import comment, junit, markdown
 from sim.regression.baseline import (
     Baseline,
@@ -18,9 +18,9 @@ from sim.regression.baseline import (
     parse_baseline,
     rounded,
 )
-from sim.regression.catalogue import BY_NAME, METRICS
 from sim.regression.compare import compare, judge
 from sim.regression.settings import parse_tolerance, tolerances
+from sim.results.catalogue import BY_NAME, METRICS
 
 
 def fig(mean, half=None, n=1):

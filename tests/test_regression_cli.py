@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 from scenarios import poisson_source, scenario_text
 
-from sim.cli import main
-from sim.regression.catalogue import METRIC_NAMES
+from sim.cli.main import main
+from sim.results.catalogue import METRIC_NAMES
 
 SCENARIO = scenario_text(name="gate", top="seed = 3\n", duration=300, tiers=["RPC", "RPC + Search"],
                          sources=poisson_source(10) + "mix = { svc_call = 1.0 }\n")

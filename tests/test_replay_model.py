@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.config.resolved import validate
+from sim.config.tiers import Tier
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
-from sim.policy.resolved import validate
-from sim.policy.tiers import Tier
 from sim.traces.importers import import_trace
 from sim.workload.demand import build_plan
 

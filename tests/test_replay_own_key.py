@@ -16,8 +16,8 @@ import pandas as pd
 from click.testing import CliRunner
 from scenarios import write_scenario
 
-from sim.cli import main
-from sim.redact import pseudonym
+from sim.cli.main import main
+from sim.core.pseudonyms import pseudonym
 
 SAMPLE = Path(__file__).resolve().parent.parent / "workloads" / "traces" / "sample.csv"
 

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from scenarios import scenario_text, write_scenario
 
 import sim
-from sim.cli import main
+from sim.cli.main import main
 
 SCENARIO = scenario_text(name="tiny", rate=2)
 
@@ -44,7 +44,7 @@ def listing(folder: Path) -> list[str]:
 def no_simulation(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("simulated although the folder is refused")
-    monkeypatch.setattr("sim.runner.run", fail)
+    monkeypatch.setattr("sim.runner.run.run", fail)
     monkeypatch.setattr("sim.api.run", fail)
 
 

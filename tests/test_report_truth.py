@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
+from sim.config.resolved import load
+from sim.config.tiers import find_tier
 from sim.model import recorder as rc
-from sim.policy.resolved import load
-from sim.policy.tiers import find_tier
 from sim.report import markdown, plots
-from sim.runner import run
-from sim.summary import Recommendation
+from sim.results.summary import Recommendation
+from sim.runner.run import run
 
 DURATION = 130  # not a multiple of 12 s or 60 s: the run ends inside a window and a minute
 TIERS = ("Streams", "RPC", "Streams + RPC", "Professional bundle", "Advanced bundle")

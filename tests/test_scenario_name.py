@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from sim.cli import main
+from sim.cli.main import main
 
 BODY = """[account]
 keys = ["k"]

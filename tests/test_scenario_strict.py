@@ -10,11 +10,11 @@ from pydantic import BaseModel
 from pydantic.types import Strict
 from scenarios import scenario_text, write_scenario
 
-from sim.cli import main
+from sim.cli.main import main
+from sim.config.pricing import Pricing
+from sim.config.resolved import load
 from sim.config.scenario import Scenario
-from sim.errors import CapsimError
-from sim.policy.pricing import Pricing
-from sim.policy.resolved import load
+from sim.core.errors import CapsimError
 
 BASE = scenario_text(keys=["k1"], rate=5)
 FIELDS = ["sources[0].arrival.rate", "duration", "methods.svc_call.service_time.median",

@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 from scenarios import poisson_source, scenario_text, write_scenario
 
-from sim import runner
-from sim.cli import main
-from sim.errors import CapsimError
-from sim.policy.resolved import load, validate
-from sim.policy.tiers import find_tier
+from sim.cli.main import main
+from sim.config.resolved import load, validate
+from sim.config.tiers import find_tier
+from sim.core.errors import CapsimError
+from sim.runner import run as runner
 from sim.workload import demand, size_estimate
 from sim.workload.size_estimate import SAFETY_FRACTION, check, estimate
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sim.config.tiers import CATALOG
 from sim.policy.slots import SlotPool, summed_series, whole_seconds_until
-from sim.policy.tiers import CATALOG
 
 # Spec 8.3, "Active connections" by selection (written out here, not read from the catalog).
 SPEC_CAPS = {"Streams": 2, "Search": 0, "RPC": 0, "Streams + RPC": 3, "Streams + Search": 3,

@@ -8,11 +8,11 @@ import subprocess
 import sys
 import time
 
-from sim.records import SPOOL_PREFIX, UNLOCKED_STALE_S, remove_stale_spools, spool_folder
+from sim.runner.records import SPOOL_PREFIX, UNLOCKED_STALE_S, remove_stale_spools, spool_folder
 
 CHILD = """
 import os, sys
-from sim.records import spool_folder
+from sim.runner.records import spool_folder
 folder = spool_folder(sys.argv[1])
 open(os.path.join(folder.name, "tier0"), "w").write("rows")
 print(folder.name, flush=True)

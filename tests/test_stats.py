@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from sim.rng import replication_seed, stream
-from sim.stats import Interval, mean_interval
+from sim.core.intervals import Interval, mean_interval
+from sim.core.rng import replication_seed, stream
 
 
 def test_interval_matches_hand_computation_with_tabulated_t():

@@ -1,11 +1,11 @@
 """Named random streams: every name a run draws from is declared once, in
-:data:`sim.vocabulary.RANDOM_STREAMS`, and no two purposes share one.
+:data:`sim.core.vocabulary.RANDOM_STREAMS`, and no two purposes share one.
 
 Two checks, each able to fail on its own:
 
-* in the source, no call of :func:`sim.rng.stream` spells a word of a name as a string
+* in the source, no call of :func:`sim.core.rng.stream` spells a word of a name as a string
   literal (neither in its arguments nor in the tuples spliced into them): the words are
-  :class:`~sim.vocabulary.Rng` members;
+  :class:`~sim.core.vocabulary.Rng` members;
 * in runs that reach every stream of the model (HTTP sources open and closed loop, a
   replayed trace, websocket clients open and closed loop, publishers), every name drawn
   matches exactly one declared path, word for word *by identity* (``Rng.SOURCE``, not a
@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.rng import stream as real_stream
-from sim.vocabulary import RANDOM_STREAMS, Rng
+from sim.core.rng import stream as real_stream
+from sim.core.vocabulary import RANDOM_STREAMS, Rng
 
 SIM = Path(__file__).resolve().parent.parent / "sim"
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
@@ -202,8 +202,8 @@ def drawn(tmp_path_factory):
     import sim.model.websockets  # noqa: F401
     import sim.workload.demand  # noqa: F401
     import sim.workload.replay_source  # noqa: F401
-    from sim.policy.resolved import load, validate
-    from sim.runner import run
+    from sim.config.resolved import load, validate
+    from sim.runner.run import run
 
     names: list[tuple] = []
     real = real_stream

@@ -20,7 +20,7 @@ from scipy import stats
 from sweep_fixtures import write_scenario
 
 import sim
-from sim.cli import main
+from sim.cli.main import main
 from sim.jobs.executors import DaskExecutor, LocalPoolExecutor
 from sim.jobs.sweep import run_sweep
 from sim.jobs.sweep_plan import plan_sweep
@@ -138,7 +138,7 @@ def test_resume_after_a_kill_runs_only_the_missing_runs(tmp_path):
             "--set", "duration=600", "--no-variants"]
     killed = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "sim.cli", *args, "--out", str(killed)],
+    proc = subprocess.Popen([sys.executable, "-m", "sim.cli.main", *args, "--out", str(killed)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                             start_new_session=True)
     runs = killed / "runs"
@@ -217,7 +217,7 @@ def test_points_columns_have_stable_types(small_sweep):
 
 
 def test_progress_shows_runs_elapsed_and_estimate_on_a_terminal_only(capsys):
-    from sim.cli_sweep import _Progress
+    from sim.cli.sweep import _Progress
 
     quiet = _Progress()
     quiet.live = False

@@ -19,7 +19,7 @@ from sim.jobs.sweep_results import (
     VariantDifference,
     VaryFactor,
 )
-from sim.summary import SloSummary
+from sim.results.summary import SloSummary
 
 METRICS = ["throttle_rate", "failure_rate", "p99_latency_ms", "cu_settled", "cost_usd"]
 

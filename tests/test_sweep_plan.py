@@ -9,9 +9,9 @@ from scenarios import scenario_text
 from sweep_fixtures import write_scenario
 
 import sim
+from sim.core.rng import replication_seed
 from sim.jobs.run_one import simulate
 from sim.jobs.sweep_plan import BASE, parse_vary, plan_sweep, split_values, toml_text
-from sim.rng import replication_seed
 
 
 def test_factorial_expansion_is_the_full_product(tmp_path):

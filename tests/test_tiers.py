@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.errors import CapsimError
-from sim.policy.tiers import CATALOG, RPC, SEARCH, STREAMS, find_tier, smallest_tier_for
+from sim.config.tiers import CATALOG, RPC, SEARCH, STREAMS, find_tier, smallest_tier_for
+from sim.core.errors import CapsimError
 
 
 def _table_after(text: str, heading: str) -> dict[str, str]:

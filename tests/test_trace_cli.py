@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from sim.cli_trace import trace
-from sim.errors import CapsimError
+from sim.cli.trace import trace
+from sim.core.errors import CapsimError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sim.errors import CapsimError
+from sim.core.errors import CapsimError
 from sim.traces.importers import FORMATS, import_trace
 from sim.traces.timeparse import _exact_time_array, parse_time_array, parse_time_text
 

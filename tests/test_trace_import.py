@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sim.errors import CapsimError
-from sim.redact import pseudonym
+from sim.core.errors import CapsimError
+from sim.core.pseudonyms import pseudonym
 from sim.traces.formats_har import region_from_host
 from sim.traces.importers import import_trace
 from sim.traces.replay import load_replay

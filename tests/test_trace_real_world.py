@@ -22,8 +22,8 @@ from click.testing import CliRunner
 from scenarios import write_scenario
 from whole_demand import whole_demand
 
-from sim.errors import CapsimError
-from sim.redact import pseudonym
+from sim.core.errors import CapsimError
+from sim.core.pseudonyms import pseudonym
 from sim.traces.canonical import finalize
 from sim.traces.importers import import_trace
 from sim.traces.redaction import KeyRegistry, KeySurvived, scan_trace
@@ -393,7 +393,7 @@ EMPTY = [("empty.jsonl", "jsonl", ""), ("empty.log", "rpc-log", ""),
 
 @pytest.mark.parametrize(("name", "fmt", "text"), EMPTY, ids=[e[0] for e in EMPTY])
 def test_an_import_that_keeps_nothing_is_an_error_unless_allowed(tmp_path, name, fmt, text):
-    from sim.cli_trace import trace
+    from sim.cli.trace import trace
     src = tmp_path / name
     src.write_text(text)
     out = tmp_path / "o.parquet"
@@ -441,7 +441,7 @@ def test_a_csv_row_with_a_wrong_field_count_and_a_bad_byte_prints_no_traceback(t
     src = tmp_path / "bad.csv"
     src.write_bytes(b"time_ns,api,method\n" + f"{T0},rpc,svc_call\n".encode() * 3
                     + f"{T0},rpc,svc_".encode() + b"\xff,extra\n")
-    res = subprocess.run([sys.executable, "-c", "from sim.cli import main; main()", "trace",
+    res = subprocess.run([sys.executable, "-c", "from sim.cli.main import main; main()", "trace",
                           "import", str(src), "--out", str(tmp_path / "o.parquet")],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 2
@@ -468,7 +468,7 @@ replay = {{ method_map = {{ {pairs} }} }}
 
 
 def test_method_map_renames_recorded_methods_before_replay(tmp_path):
-    from sim.policy.resolved import load
+    from sim.config.resolved import load
     from sim.workload.demand import build_plan
 
     plan = build_plan(load(str(_provider_scenario(tmp_path, METHOD_MAP))))
@@ -481,14 +481,14 @@ def test_method_map_renames_recorded_methods_before_replay(tmp_path):
     assert "eth_blockNumber -> svc_pendingBlock 3 row(s)" in mapped
     assert 'eth_getLogs -> svc_call (via "*") 1 row(s)' in mapped
     # CU follows the mapped method's price: 3 x svc_pendingBlock + 4 x svc_call
-    from sim.policy.pricing import Pricing, default_pricing_table
+    from sim.config.pricing import Pricing, default_pricing_table
     rpc = Pricing.model_validate(default_pricing_table()).rpc
     assert d.reserve.sum() == pytest.approx(
         4 * rpc.cost("svc_call") + 3 * rpc.cost("svc_pendingBlock"))
 
 
 def test_without_a_method_map_recorded_methods_are_listed_with_their_price(tmp_path):
-    from sim.policy.resolved import load
+    from sim.config.resolved import load
     from sim.workload.demand import build_plan
 
     plan = build_plan(load(str(_provider_scenario(tmp_path, {}))))
@@ -497,7 +497,7 @@ def test_without_a_method_map_recorded_methods_are_listed_with_their_price(tmp_p
 
 
 def test_a_method_map_target_the_scenario_does_not_know_is_a_user_error(tmp_path):
-    from sim.policy.resolved import load
+    from sim.config.resolved import load
     from sim.workload.demand import build_plan
 
     scenario = _provider_scenario(tmp_path, {"eth_call": "svc_cal"})
@@ -507,7 +507,7 @@ def test_a_method_map_target_the_scenario_does_not_know_is_a_user_error(tmp_path
 
 
 def test_capsim_run_replays_provider_traffic_through_method_map(tmp_path):
-    from sim.cli import main
+    from sim.cli.main import main
 
     scenario = _provider_scenario(tmp_path, METHOD_MAP)
     out = tmp_path / "report"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.redact import pseudonym
+from sim.core.pseudonyms import pseudonym
 from sim.traces.canonical import finalize
 from sim.traces.redaction import (
     KeyRegistry,

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from crafted_traces import KEY, T0, S, write_trace
 
-from sim.errors import CapsimError
+from sim.core.errors import CapsimError
 from sim.traces.importers import import_trace
 from sim.traces.replay import load_replay
 

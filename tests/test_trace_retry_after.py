@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sim.errors import CapsimError
+from sim.core.errors import CapsimError
 from sim.traces.importers import import_trace
 
 KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"

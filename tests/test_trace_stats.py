@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from crafted_traces import T0, S, write_trace
 
-from sim.errors import CapsimError
+from sim.core.errors import CapsimError
 from sim.traces.importers import import_trace
 from sim.traces.stats import render_stats, trace_stats
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from scenarios import scenario_raw
 
+from sim.config.resolved import validate
+from sim.config.tiers import find_tier
 from sim.model import recorder as rc
 from sim.model.engine import TierRun
-from sim.policy.resolved import validate
-from sim.policy.tiers import find_tier
 from sim.workload.demand import build_plan
 
 

@@ -1,15 +1,15 @@
 """Files a user names (a summary, a baseline, a scenario for a job) that are missing or
 unreadable give one :class:`CapsimError` naming the file and what was expected, never a
-traceback: one reader, :func:`sim.errors.read_user_text`, for all of them."""
+traceback: one reader, :func:`sim.core.errors.read_user_text`, for all of them."""
 
 from __future__ import annotations
 
 import pytest
 
-from sim.errors import CapsimError, read_user_text
+from sim.core.errors import CapsimError, read_user_text
 from sim.jobs.sweep_plan import plan_sweep, scenario_source
 from sim.regression.baseline import load_baseline
-from sim.summary import load_summary
+from sim.results.summary import load_summary
 
 
 def test_text_is_returned_as_stored(tmp_path):

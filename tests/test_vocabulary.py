@@ -8,7 +8,7 @@ the outcome the emulator answers with a status is the outcome that status is rea
 from __future__ import annotations
 
 from sim.config.scenario import RETRYABLE_DEFAULT
-from sim.vocabulary import (
+from sim.core.vocabulary import (
     HANDSHAKE_OUTCOMES,
     HANDSHAKE_STATUS_OUTCOME,
     HTTP_STATUS_OUTCOME,

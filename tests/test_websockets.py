@@ -1,4 +1,4 @@
-"""Websocket slots, handshakes, publishing and reconnects (sim/model/websockets.py).
+"""Websocket slots, handshakes, publishing and reconnects (sim/model/websockets/__init__.py).
 
 Timeline tests follow the spec (5, 6.2, 7, 8.2.3, 8.3) with the expected handshakes,
 sessions and counts worked out by hand in each test. Unless a test says otherwise: the
@@ -20,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from sim.config.pricing import Pricing, default_pricing_table
+from sim.config.tiers import CATALOG, SEARCH, STREAMS, Tier
 from sim.config.websockets import StreamClient, WebsocketSettings
 from sim.model import recorder as rc
 from sim.model.websockets import CLOSE_KINDS, SlotPool, Websockets
 from sim.policy.limiter import CULimiter
-from sim.policy.pricing import Pricing, default_pricing_table
-from sim.policy.tiers import CATALOG, SEARCH, STREAMS, Tier
 
 PRICING = Pricing.model_validate(default_pricing_table())
 TIERS = {t.name: t for t in CATALOG}

@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
+from sim.config.resolved import validate
 from sim.model.engine import TierRun
-from sim.policy.resolved import validate
 from sim.workload.demand import build_plan
 
 ZERO = {"dist": "constant", "value": 0.0}

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from whole_demand import whole_demand
 
+from sim.config.resolved import load
 from sim.model import recorder as rc
-from sim.policy.resolved import load
-from sim.runner import run
+from sim.runner.run import run
 from sim.workload.demand import build_plan
 
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"

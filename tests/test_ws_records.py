@@ -1,4 +1,4 @@
-"""Websocket recording and publishing (sim/model/ws_records.py, sim/model/ws_publish.py).
+"""Websocket recording and publishing (sim/model/websockets/: records.py, publish.py).
 
 Handshakes go to the shared attempt recorder as they happen and come out after every
 other attempt row, numbered from the first id no logical request took; a stream's
@@ -13,14 +13,14 @@ import math
 import numpy as np
 import simpy
 
+from sim.config.pricing import Pricing, default_pricing_table
+from sim.config.tiers import CATALOG
 from sim.config.websockets import StreamClient, StreamSource, WebsocketSettings
 from sim.model import recorder as rc
-from sim.model.ws_publish import PublishTimes
-from sim.model.ws_records import RecorderHandshakes
-from sim.model.ws_sessions import Websockets
+from sim.model.websockets.publish import PublishTimes
+from sim.model.websockets.records import RecorderHandshakes
+from sim.model.websockets.sessions import Websockets
 from sim.policy.limiter import CULimiter
-from sim.policy.pricing import Pricing, default_pricing_table
-from sim.policy.tiers import CATALOG
 
 PRICING = Pricing.model_validate(default_pricing_table())  # connect 50 CU, new-blocks 5
 STREAMS_TIER = next(t for t in CATALOG if t.name == "Streams")

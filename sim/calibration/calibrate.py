@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ..config.pricing import Pricing
 from ..config.scenario import LimiterSettings
-from ..policy.pricing import Pricing
-from ..policy.tiers import Tier
-from ..vocabulary import WINDOW_S
+from ..config.tiers import Tier
+from ..core.vocabulary import WINDOW_S
 from .costs import CostModel, build_cost_model
 from .exact import ExactFit, fit_exact
 from .phase import PhaseEstimate, phase_from_retry_after

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..policy.pricing import Pricing
+from ..config.pricing import Pricing
 from .recorded import KIND_RPC, KIND_SIZE, KIND_WS, Recorded
 
 BASE, PER_GAS, CONNECT = "sizing.item_base_cu", "sizing.cu_per_gas", "websocket.connect_cu"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..vocabulary import WINDOW_S
+from ..core.vocabulary import WINDOW_S
 from .recorded import Recorded
 
 _STEP = 0.01  # seconds; the resolution of the arc

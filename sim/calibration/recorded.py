@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..core.vocabulary import RPC, SIZE_METHOD
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
-from ..vocabulary import RPC, SIZE_METHOD
 
 CLASSES = ("ok", "throttled", "402", "435", "other")
 """Outcome classes, in the order of the confusion matrix."""

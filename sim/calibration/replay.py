@@ -33,12 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..config.pricing import Pricing
 from ..config.scenario import LimiterSettings
+from ..config.tiers import Tier
+from ..core.vocabulary import WINDOW_S
 from ..policy.limiter import NO_ALLOWANCE, OK, THROTTLED
 from ..policy.limiters import make_limiter
-from ..policy.pricing import Pricing
-from ..policy.tiers import Tier
-from ..vocabulary import WINDOW_S
 from .costs import CostModel, build_cost_model
 from .recorded import CLASSES, KIND_WS, Recorded, load_recorded
 

@@ -15,10 +15,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .. import __version__  # noqa: E402
+from ..core.version import __version__  # noqa: E402
+from ..core.vocabulary import WINDOW_S  # noqa: E402
 from ..report import html  # noqa: E402
 from ..report.writer import write_folder  # noqa: E402
-from ..vocabulary import WINDOW_S  # noqa: E402
 from .calibrate import Calibration  # noqa: E402
 from .recorded import CLASSES  # noqa: E402
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
-from ..vocabulary import DAY_S, HOUR_S
+from ..core.vocabulary import DAY_S, HOUR_S
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
 
 if TYPE_CHECKING:  # pragma: no cover

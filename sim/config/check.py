@@ -7,7 +7,7 @@
     latency_p99_ms = 0.25            # relative: 25 % of the baseline
 
 The tolerance table has one optional field per metric of the CI gate's catalogue
-(:mod:`sim.regression.catalogue`, which reads only the typed summary and so sits in the
+(:mod:`sim.results.catalogue`, which reads only the typed summary and so sits in the
 bottom layer), so an unknown name is refused like any unknown key, with a "did you mean".
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..regression.catalogue import METRIC_NAMES
+from ..results.catalogue import METRIC_NAMES
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
 
 

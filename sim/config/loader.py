@@ -1,8 +1,8 @@
 """Loading a scenario file: TOML -> ``--set`` overrides -> validated, frozen :class:`Scenario`.
 
-(:mod:`sim.policy.resolved` then resolves its tiers and pricing.)
+(:mod:`sim.config.resolved` then resolves its tiers and pricing.)
 
-Every problem becomes a :class:`~sim.errors.CapsimError` naming the file, the line,
+Every problem becomes a :class:`~sim.core.errors.CapsimError` naming the file, the line,
 the key path (``sources[1].arrival.rate``) and what was expected; unknown keys get a
 "did you mean". Values are never echoed (a key field may hold a real API key).
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 from .scenario import Scenario
 
 

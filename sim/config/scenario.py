@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..vocabulary import (
+from ..core.vocabulary import (
     APIS,
     CONN_430,
     HTTP_434,

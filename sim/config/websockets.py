@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..vocabulary import STREAM_API, STREAM_NAMES
+from ..core.vocabulary import STREAM_API, STREAM_NAMES
 from .arrivals import ArrivalProcess
 from .distributions import Constant, Distribution
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt

@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import CapsimError
-from ..rng import replication_seed
-from ..summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary
+from ..core.errors import CapsimError
+from ..core.rng import replication_seed
+from ..results.summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary
 from .executors import Executor, SequentialExecutor
 from .run_one import simulate
 from .sweep_plan import RunSpec, scenario_source

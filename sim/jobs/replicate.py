@@ -3,7 +3,7 @@
 Replication ``r`` is ``sim.run(..., seed=replication_seed(seed, r))``: replication 0 is
 the plain run (same seed as ``capsim run``), the others get seeds derived by name, so
 any replication can be rerun alone and adding replications never changes the first
-ones. Aggregate the summaries with :func:`sim.stats.mean_interval` (the CI gate does,
+ones. Aggregate the summaries with :func:`sim.core.intervals.mean_interval` (the CI gate does,
 in :meth:`sim.regression.baseline.Baseline.from_summaries`); sweeps can reuse this.
 
     summaries = replicate("workloads/searcher.toml", replications=5,
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..rng import replication_seed
-from ..summary import RunSummary
+from ..core.rng import replication_seed
+from ..results.summary import RunSummary
 
 
 def replicate(scenario, *, replications: int = 1, seed: int | None = None,

@@ -16,10 +16,10 @@ from .sweep_plan import RunSpec
 
 
 def load_spec(spec: RunSpec):
-    """The :class:`~sim.policy.resolved.LoadedScenario` of ``spec`` (overrides and seed applied)."""
+    """The :class:`~sim.config.resolved.LoadedScenario` of ``spec`` (overrides and seed applied)."""
     from ..api import load_scenario
     from ..config.loader import apply_override, key_lines
-    from ..policy.resolved import validate
+    from ..config.resolved import validate
 
     raw = tomllib.loads(spec.scenario_text)
     overridden = [apply_override(raw, item) for item in spec.overrides]
@@ -34,7 +34,7 @@ def simulate(spec: RunSpec, records_root: str | None = None) -> str:
     With ``records_root``, the run's Parquet tables are written (atomically) into
     ``records_root/<run_id>/``; otherwise they are dropped here, in the worker.
     """
-    from ..runner import run
+    from ..runner.run import run
 
     out = run(load_spec(spec))
     if records_root is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..summary import RunSummary
+from ..results.summary import RunSummary
 from .executors import Executor, SequentialExecutor
 from .run_one import simulate
 from .sweep_plan import SweepPlan
@@ -45,7 +45,7 @@ class SweepResult:
 def run_sweep(plan: SweepPlan, out_dir: str | Path, executor: Executor | None = None, *,
               keep_records: bool = False, progress: Progress | None = None) -> SweepResult:
     """Run what ``out_dir`` is missing of ``plan`` on ``executor``, then write the tables
-    and the report. A :class:`~sim.errors.CapsimError` if ``out_dir`` holds another sweep."""
+    and the report. A :class:`~sim.core.errors.CapsimError` if ``out_dir`` holds another sweep."""
     store = SweepStore(out_dir, plan)
     done = store.done()
     missing = [r for r in plan.runs if r.run_id not in done]

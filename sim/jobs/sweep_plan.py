@@ -5,7 +5,7 @@
 
 Each :class:`RunSpec` is self-contained (the scenario text, its overrides, the seed, the
 tiers) so it can be simulated in any process or on any Dask worker. Replication r draws
-the seed :func:`sim.rng.replication_seed` (seed, r): replication 0 of the base point is
+the seed :func:`sim.core.rng.replication_seed` (seed, r): replication 0 of the base point is
 exactly ``capsim run`` with the same ``--set`` values.
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CapsimError, read_user_text
-from ..rng import replication_seed
+from ..core.errors import CapsimError, read_user_text
+from ..core.rng import replication_seed
 
 BASE = "base"
 

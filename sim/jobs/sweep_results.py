@@ -2,7 +2,7 @@
 
 ``points``: one row per point × variant × tier × replication with the varied values and
 every headline metric of the typed summary. ``sweep.json``: per point, variant and tier
-the mean and 95 % Student-t interval over replications (:func:`sim.stats.mean_interval`)
+the mean and 95 % Student-t interval over replications (:func:`sim.core.intervals.mean_interval`)
 of the SLO metrics, the fraction of replications meeting the SLO, the cheapest tier
 meeting it in every replication; and each variant against the base as paired
 differences (same replication seeds, so common random numbers cancel most noise).
@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, model_serializer
 
-from .. import __version__
-from ..stats import mean_interval
-from ..summary import RunSummary, SloSummary
+from ..core.intervals import mean_interval
+from ..core.version import __version__
+from ..results.summary import RunSummary, SloSummary
 from .sweep_plan import BASE, SweepPlan
 
 HEADLINE = {
@@ -70,7 +70,7 @@ class IntervalFigure(_Frozen):
 
     @classmethod
     def of(cls, values) -> IntervalFigure:
-        """The Student-t interval of ``values`` (:func:`sim.stats.mean_interval`)."""
+        """The Student-t interval of ``values`` (:func:`sim.core.intervals.mean_interval`)."""
         iv = mean_interval(list(values))
         return cls(mean=None if math.isnan(iv.mean) else iv.mean, half_width=iv.half_width,
                    low=iv.low, high=iv.high, n=iv.n)

@@ -20,7 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 from .sweep_plan import SweepPlan
 
 MANIFEST = "sweep-manifest.json"

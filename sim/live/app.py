@@ -6,7 +6,7 @@ Hostnames (the ``Host`` header, else the TLS SNI) pick the API: ``search.*`` (``
 scenario), ``streams.*`` (websockets ``/pending-txs``, ``/new-blocks``,
 ``/pending-logs``). ``/healthz`` answers on every hostname without a key.
 
-Every decision is :class:`~sim.live.admission.Admission`'s; this module only turns
+Every decision is :class:`~sim.policy.admission.Admission`'s; this module only turns
 HTTP into its arguments and its decisions into HTTP. Where the spec says "not shown"
 the replies follow the assumptions listed in :data:`ASSUMPTIONS` (also in the README).
 An admitted request sleeps its service time (drawn from the scenario's method
@@ -22,12 +22,11 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from ..config.pricing import Pricing
+from ..config.resolved import LoadedScenario
 from ..config.scenario import Sizing
-from ..policy.pricing import Pricing
-from ..policy.resolved import LoadedScenario
-from ..rng import stream as named_stream
-from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
-from ..vocabulary import (
+from ..core.rng import stream as named_stream
+from ..core.vocabulary import (
     AUTH_401,
     CONN_430,
     HTTP_434,
@@ -47,7 +46,8 @@ from ..vocabulary import (
     WS_CU,
     Rng,
 )
-from .admission import Admission, Decision
+from ..policy.admission import Admission, Decision
+from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
 from .clock import ServiceClock
 from .connections import ConnectionInfo, ConnectionRegistry
 from .publisher import Publisher

@@ -32,13 +32,21 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ..config.resolved import LoadedScenario
 from ..config.scenario import Source
-from ..errors import CapsimError
-from ..policy.resolved import LoadedScenario
+from ..core.errors import CapsimError
+from ..core.rng import stream as named_stream
+from ..core.vocabulary import (
+    HTTP_STATUS_OUTCOME,
+    RPC,
+    SEARCH,
+    SIZE_METHOD,
+    STREAM_NAMES,
+    WINDOW_S,
+    Rng,
+)
 from ..policy.retry import RetryDecider
-from ..rng import stream as named_stream
 from ..traces.bodies import canonical_hash
-from ..vocabulary import HTTP_STATUS_OUTCOME, RPC, SEARCH, SIZE_METHOD, STREAM_NAMES, WINDOW_S, Rng
 from ..workload.demand import RequestDrawer, build_plan
 from .certs import HOSTNAMES
 from .clock import ServiceClock

@@ -23,8 +23,8 @@ import math
 import numpy as np
 
 from ..config.websockets import StreamClient
-from ..rng import stream as named_stream
-from ..vocabulary import (
+from ..core.rng import stream as named_stream
+from ..core.vocabulary import (
     HANDSHAKE_STATUS_OUTCOME,
     MONITORING,
     MONITORING_PATH,

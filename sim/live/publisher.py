@@ -15,8 +15,8 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from ..config.scenario import Scenario
-from ..rng import stream as named_stream
-from ..vocabulary import MONITORING, STREAMS_API_STREAMS, Rng
+from ..core.rng import stream as named_stream
+from ..core.vocabulary import MONITORING, STREAMS_API_STREAMS, Rng
 from .clock import ServiceClock
 
 Deliver = Callable[[str, int, float], Awaitable[None]]

@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..redact import pseudonym
+from ..core.pseudonyms import pseudonym
 from ..traces.schema import SCHEMA, TraceWriter
 
 SIDECAR_COLUMNS = {

@@ -16,10 +16,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import CapsimError
-from ..policy.resolved import LoadedScenario
-from ..policy.tiers import Tier
-from .admission import Admission
+from ..config.resolved import LoadedScenario
+from ..config.tiers import Tier
+from ..core.errors import CapsimError
+from ..policy.admission import Admission
 from .app import EmulatorApp
 from .certs import HOSTNAMES, Certificate, make_certificate
 from .clock import ServiceClock

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config.resolved import account_tiers
+from ..config.tiers import APIS, Tier
 from ..policy.connections import AccountConnections
 from ..policy.limiters import Limiter, make_limiter
-from ..policy.resolved import account_tiers
-from ..policy.tiers import APIS, Tier
 from ..workload.demand import Plan
 
 

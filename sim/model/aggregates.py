@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..vocabulary import OUTCOMES, WS_435, WS_CU
+from ..core.vocabulary import OUTCOMES, WS_435, WS_CU
 
 BIN_S = 60.0
 _N_OUT = len(OUTCOMES)

@@ -27,22 +27,22 @@ from heapq import heappush
 import numpy as np
 from simpy.events import NORMAL, Event
 
+from ..config.tiers import APIS, RPC, Tier
+from ..core.rng import stream
+from ..core.vocabulary import SIZE_METHOD, Rng
 from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, WindowStats
 from ..policy.limiter import OK as LIM_OK
 from ..policy.limiters import Limiter
 from ..policy.pacing import TokenBucket
 from ..policy.retry import RetryDecider
-from ..policy.tiers import APIS, RPC, Tier
-from ..rng import stream
-from ..vocabulary import SIZE_METHOD, Rng
 from ..workload.demand import Plan
 from . import recorder as rc
 from .accounts import AccountPolicies, build_accounts
 from .aggregates import MinuteOutcomes
 from .environment import Environment
 from .transport import QUEUED, REFUSED, ClientPool
-from .ws_records import RecorderHandshakes, WebsocketsResult
-from .ws_sessions import Websockets
+from .websockets.records import RecorderHandshakes, WebsocketsResult
+from .websockets.sessions import Websockets
 
 FEED_HORIZON_S = 1.0
 _NAN = math.nan

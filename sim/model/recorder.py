@@ -13,7 +13,7 @@ import struct
 import numpy as np
 
 # Re-exported: the model reads the outcome codes as rc.OK, rc.THROTTLES etc.
-from ..vocabulary import (  # noqa: F401
+from ..core.vocabulary import (  # noqa: F401
     AUTH_401,
     CONN_430,
     HTTP_434,

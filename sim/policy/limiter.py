@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..vocabulary import DAY_S, WINDOW_S
+from ..core.vocabulary import DAY_S, WINDOW_S
 
 OK, THROTTLED, NO_ALLOWANCE, OVERSIZED = 0, 1, 2, 3
 """Status codes of :meth:`CULimiter.reserve`."""

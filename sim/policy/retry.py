@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config.scenario import RetryPolicy
-from ..draws import BlockDraws
+from ..core.draws import BlockDraws
 
 _BLOCK = 4096
 

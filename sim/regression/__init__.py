@@ -5,7 +5,7 @@ Student-t intervals when replicated) and its provenance. :mod:`.compare` compare
 of them, metric by metric from the catalogue (:mod:`.catalogue`), with tolerances from
 the catalogue, the scenario's ``[check]`` table (:mod:`sim.config.check`) and the
 command line (:mod:`.settings`). :mod:`.markdown`, :mod:`.junit` and :mod:`.comment`
-render the verdicts; ``sim/cli_regression.py`` is the command line (``capsim
+render the verdicts; ``sim/cli/regression.py`` is the command line (``capsim
 baseline``, ``check``, ``compare``).
 
     base = load_baseline("reports/baselines/searcher.json")

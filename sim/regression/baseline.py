@@ -23,11 +23,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .. import __version__
-from ..errors import CapsimError, read_user_text
-from ..stats import Interval, mean_interval
-from ..summary import SCHEMA_VERSION, RunSummary
-from .catalogue import METRICS
+from ..core.errors import CapsimError, read_user_text
+from ..core.intervals import Interval, mean_interval
+from ..core.version import __version__
+from ..results.catalogue import METRICS
+from ..results.summary import SCHEMA_VERSION, RunSummary
 
 BASELINE_SCHEMA_VERSION = 1
 """Version of the baseline file layout; bumped when a key changes meaning or goes."""
@@ -56,7 +56,7 @@ class Figure(_Frozen):
     n: int = Field(ge=0)
 
     def interval(self) -> Interval:
-        """As a :class:`~sim.stats.Interval` (requires ``mean``)."""
+        """As a :class:`~sim.core.intervals.Interval` (requires ``mean``)."""
         return Interval(float(self.mean), self.half_width, self.n)
 
 

@@ -20,9 +20,9 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
+from ..results.catalogue import METRICS, Metric
 from .baseline import Baseline, Figure
-from .catalogue import METRICS, Metric
 
 Verdict = Literal["regression", "improvement", "unchanged"]
 RECOMMENDED = "recommended_tier"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import difflib
 
 from ..config.check import CheckSettings
-from ..errors import CapsimError
-from .catalogue import BY_NAME, METRIC_NAMES
+from ..core.errors import CapsimError
+from ..results.catalogue import BY_NAME, METRIC_NAMES
 
 
 def parse_tolerance(item: str) -> tuple[str, float]:

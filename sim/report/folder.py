@@ -30,8 +30,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import __version__
-from ..errors import CapsimError
+from ..core.errors import CapsimError
+from ..core.version import __version__
 
 MARKER = ".capsim-report"
 

@@ -1,6 +1,6 @@
 """``report.md``: the run in words and tables, plots linked.
 
-Reads the typed summary (:class:`~sim.summary.RunSummary`): a renamed field fails here,
+Reads the typed summary (:class:`~sim.results.summary.RunSummary`): a renamed field fails here,
 at the attribute, rather than printing an empty cell.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..summary import RunSummary, TierSummary
-from ..vocabulary import HANDSHAKE_OUTCOMES
+from ..core.vocabulary import HANDSHAKE_OUTCOMES
+from ..results.summary import RunSummary, TierSummary
 
 
 def _fmt(x, nd=1) -> str:

@@ -32,8 +32,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary  # noqa: E402
-from ..vocabulary import OUTCOMES, WINDOW_S, WS_435, WS_CU  # noqa: E402
+from ..core.vocabulary import OUTCOMES, WINDOW_S, WS_435, WS_CU  # noqa: E402
+from ..results.summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary  # noqa: E402
 
 _PNG_META = {"Software": None}
 

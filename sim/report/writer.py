@@ -12,8 +12,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ..records import PARQUET_OPTIONS
-from ..runner import RunOutput
+from ..runner.records import PARQUET_OPTIONS
+from ..runner.run import RunOutput
 from . import html, markdown, plots
 from .folder import ReportFolder
 

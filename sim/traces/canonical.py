@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..redact import pseudonym
+from ..core.pseudonyms import pseudonym
 from .redaction import KeyRegistry, is_redacted
 from .schema import COLUMNS, NO_KEY, SCHEMA, TEXT_COLUMNS
 

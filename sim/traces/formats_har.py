@@ -67,8 +67,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import CapsimError
-from ..vocabulary import MONITORING_PATH, RPC, SEARCH, SIZE_METHOD, STREAMS, STREAMS_API_STREAMS
+from ..core.errors import CapsimError
+from ..core.vocabulary import (
+    MONITORING_PATH,
+    RPC,
+    SEARCH,
+    SIZE_METHOD,
+    STREAMS,
+    STREAMS_API_STREAMS,
+)
 from .bodies import (
     BodyError,
     canonical_hash,

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 from .problems import Problems
 from .tabular import ALIASES, ROLE_OF, resolve_columns
 

@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import CapsimError
-from ..vocabulary import RPC, SEARCH, STREAMS
+from ..core.errors import CapsimError
+from ..core.vocabulary import RPC, SEARCH, STREAMS
 
 IGNORE = "ignore"
 TARGETS = (RPC, SEARCH, STREAMS, IGNORE)

@@ -11,7 +11,7 @@ An import that keeps no row is an error naming the file, with every reason by co
 all-or-nothing. Rows are validated and redacted chunk by chunk (memory is
 bounded by ``chunk_rows``, except for HAR, which is loaded whole) and written to a temp
 file in the destination folder. With ``on_invalid="error"`` the first invalid row stops
-the import with a :class:`~sim.errors.CapsimError` naming file, location and field; with
+the import with a :class:`~sim.core.errors.CapsimError` naming file, location and field; with
 ``"skip"`` invalid rows are counted by reason. When all rows are in, the temp file is
 scanned for every raw key seen (:func:`~sim.traces.redaction.scan_trace`); a survivor
 (possible only when a text field held a key before the key was first seen in a key
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 from .canonical import finalize
 from .formats_har import read_har
 from .formats_rawlog import read_log, sniff_log_kind

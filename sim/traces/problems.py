@@ -1,7 +1,7 @@
 """Accounting for invalid rows and for source lines that are not requests.
 
 With ``on_invalid="error"`` the first invalid row (in source order within a chunk, and
-chunks are read in order) becomes a :class:`~sim.errors.CapsimError` naming the file,
+chunks are read in order) becomes a :class:`~sim.core.errors.CapsimError` naming the file,
 the location and the field. With ``"skip"`` invalid rows are counted per reason, the
 first :data:`EXAMPLES_PER_REASON` locations of each reason are kept for the report, and
 the import goes on. Lines that are not requests at all (blank lines, comments, HAR
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 
 EXAMPLES_PER_REASON = 3
 ON_INVALID = ("error", "skip")

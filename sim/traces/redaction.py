@@ -7,7 +7,7 @@ a ``apiKey`` / ``api_key`` / ``api-key`` / ``key`` / ``access_token`` / ``x-api-
 (``/v1/lb/<key>``, ``/v2/<key>``, ``/v3/<32 hex>``, any long opaque token), a ``key=``
 log token) is added to a :class:`KeyRegistry`, held in memory only, and so is every
 other opaque token seen in a URL (:func:`is_opaque_token`). The key column stores
-:func:`sim.redact.pseudonym` of the key; every kept text field (method, region,
+:func:`sim.core.pseudonyms.pseudonym` of the key; every kept text field (method, region,
 profiles, the source file name) goes through :meth:`KeyRegistry.redact`, which replaces
 
 * every occurrence of a registered key (substring match, longest key first), and
@@ -39,8 +39,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CapsimError
-from ..redact import PSEUDONYM_RE, pseudonym
+from ..core.errors import CapsimError
+from ..core.pseudonyms import PSEUDONYM_RE, pseudonym
 from .schema import NO_KEY, TEXT_COLUMNS
 
 MIN_KEY_LEN = 8

@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 from .schema import APIS, THROTTLE_STATUSES, open_trace
 
 SHIFT_RANGE_S = 12.0

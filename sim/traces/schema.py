@@ -22,7 +22,7 @@ column            Arrow type                   null   meaning
                                                       ``/v1/monitoring/unhealthy/ws`` (api
                                                       ``search``, it is served there)
 ``key``           dictionary<int32, string>    no     ``key-<16 hex>`` pseudonym of the API
-                                                      key (:func:`sim.redact.pseudonym`),
+                                                      key (:func:`sim.core.pseudonyms.pseudonym`),
                                                       never a key in clear; ``(none)`` when
                                                       the source has no key
 ``region``        dictionary<int32, string>    yes    regional endpoint name
@@ -63,10 +63,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 
 # Re-exported: the trace modules read the vocabulary from here.
-from ..vocabulary import (  # noqa: F401
+from ..core.vocabulary import (  # noqa: F401
     APIS,
     MONITORING_PATH,
     RPC,

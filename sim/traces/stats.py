@@ -11,7 +11,7 @@ CU per row, in order of preference:
 2. ``settled``: a sizing request with ``gas_used`` and ``items`` known:
    ``items x item_base_cu + gas_used x cu_per_gas``;
 3. ``reserved``: what the request reserves under the default pricing assumptions
-   (:mod:`sim.policy.pricing`): the RPC method's cost; for sizing
+   (:mod:`sim.config.pricing`): the RPC method's cost; for sizing
    ``sum(item_base_cu + profile_gas_cap x cu_per_gas)`` over its items; a websocket
    handshake (streams or monitoring) the connect cost. Other Search paths have no
    pricing assumption and count 0 CU (reported).
@@ -22,8 +22,8 @@ largest per-window sum of these figures, and the output says which figures it is
 of. Because the window limiter sees reservations, not settlements (spec 8.2), a second
 peak uses ``recorded``, else ``reserved``, for every row (``peak_reserve_view``).
 
-The recommended tier is the smallest of :data:`sim.policy.tiers.CATALOG` whose budget covers
-the peak and whose APIs include every API seen (:func:`sim.policy.tiers.smallest_tier_for`);
+The recommended tier is the smallest of :data:`sim.config.tiers.CATALOG` whose budget covers
+the peak and whose APIs include every API seen (:func:`sim.config.tiers.smallest_tier_for`);
 when the trace has websocket handshakes, only tiers with a websocket cap of at least 1
 are considered (spec 8.3: Search-only and RPC-only selections allow none).
 """
@@ -40,8 +40,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..policy.pricing import Pricing, default_pricing_table
-from ..policy.tiers import CATALOG, smallest_tier_for
+from ..config.pricing import Pricing, default_pricing_table
+from ..config.tiers import CATALOG, smallest_tier_for
 from .schema import RPC, SEARCH, SIZE_METHOD, STREAMS, WEBSOCKET_METHODS, open_trace
 
 WINDOW_NS = 12_000_000_000

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 from .problems import Problems
 from .redaction import MAX_KEY_LEN, MIN_KEY_LEN
 from .schema import APIS, NO_KEY

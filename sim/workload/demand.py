@@ -31,13 +31,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..config.pricing import Pricing
+from ..config.resolved import LoadedScenario
 from ..config.scenario import Scenario, Source
-from ..policy.pricing import Pricing
-from ..policy.resolved import LoadedScenario
-from ..policy.tiers import APIS
-from ..redact import pseudonym
-from ..rng import stream
-from ..vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES, Rng
+from ..config.tiers import APIS
+from ..core.pseudonyms import pseudonym
+from ..core.rng import stream
+from ..core.vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES, Rng
 from .arrivals import ArrivalStream, arrival_count
 from .load import load_note, scale_scenario
 from .replay_source import TraceFeed, extra_methods, scan_source_trace, trace_keys
@@ -53,7 +53,7 @@ class Tables:
     """Lookup tables shared by every tier's run; arrays index them by position."""
 
     methods: tuple[str, ...]
-    method_api: np.ndarray  # int8 index into sim.policy.tiers.APIS
+    method_api: np.ndarray  # int8 index into sim.config.tiers.APIS
     keys: tuple[str, ...]  # as written in the scenario (never written out)
     key_pseudonyms: tuple[str, ...]
     key_valid: np.ndarray  # bool: one of an account's keys

@@ -13,7 +13,7 @@ is read; :func:`describe` says what each recorded method became, for the report'
 
 from __future__ import annotations
 
-from ..errors import CapsimError
+from ..core.errors import CapsimError
 
 WILDCARD = "*"
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from ..config.scenario import Method, Source
-from ..errors import CapsimError
-from ..redact import pseudonym
-from ..rng import stream
-from ..vocabulary import APIS, SIZE_METHOD, Rng
+from ..core.errors import CapsimError
+from ..core.pseudonyms import pseudonym
+from ..core.rng import stream
+from ..core.vocabulary import APIS, SIZE_METHOD, Rng
 from .method_map import WILDCARD, check_targets, describe
 
 _CU_DECIMALS = 6

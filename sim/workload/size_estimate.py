@@ -18,7 +18,7 @@ and a trace source's rows stay whole in memory (in the parent and in each worker
 Memory is ``BASE_BYTES + attempts * BYTES_PER_ATTEMPT + trace rows * BYTES_PER_TRACE_ROW``
 (times the copies, one per worker process, for the trace rows and the base of each
 worker), with figures measured by ``benchmarks/bench_memory.py``. :func:`check` refuses (a
-:class:`~sim.errors.CapsimError`, exit code 2) a run whose estimate, one attempt per
+:class:`~sim.core.errors.CapsimError`, exit code 2) a run whose estimate, one attempt per
 request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 ``--max-requests`` / ``max_requests`` limit; retries can multiply the attempts by up to
 ``max_attempts``, which :func:`check` reports as a warning.
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.arrivals import BlockSync
+from ..config.resolved import LoadedScenario
 from ..config.scenario import Scenario, Source
-from ..errors import CapsimError
-from ..policy.resolved import LoadedScenario
+from ..core.errors import CapsimError
 from .load import scale_scenario
 
 # ``python3 benchmarks/bench_memory.py`` (whole ``capsim run``, peak RSS, 0.2 and 0.8

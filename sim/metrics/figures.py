@@ -23,19 +23,19 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
-from .account_metrics import plan_summary
-from .config.scenario import Slo
-from .model import recorder as rc
-from .model.engine import TierResult
-from .policy.tiers import APIS
-from .summary import (
+from ..config.scenario import Slo
+from ..config.tiers import APIS
+from ..model import recorder as rc
+from ..model.engine import TierResult
+from ..results.summary import (
     ConnectionsSummary,
     MethodSummary,
     Recommendation,
     TierSummary,
     WebsocketsSummary,
 )
-from .workload.demand import Plan
+from ..workload.demand import Plan
+from .accounts import plan_summary
 
 _THROTTLES = np.array(rc.THROTTLES)
 

@@ -20,7 +20,7 @@ def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
     if isinstance(scenario, LoadedScenario):
         if overrides:
             raise ValueError("overrides apply to a scenario file: pass its path, "
-                             "or override before loading (sim.policy.load)")
+                             "or override before loading (sim.config.load)")
         loaded = scenario
         if seed is not None:
             sc = loaded.scenario.model_copy(update={"seed": int(seed)})

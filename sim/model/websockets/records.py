@@ -1,6 +1,6 @@
 """What the websocket side of a run records: sessions, per-client totals, handshakes.
 
-The session processes (:mod:`sim.model.ws_sessions`) report each handshake, each live
+The session processes (:mod:`sim.model.websockets.sessions`) report each handshake, each live
 period's close and each client's wanted and connected time here; :meth:`WsRecords.result`
 turns them into a :class:`WebsocketsResult` once, at the end of the run.
 
@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..vocabulary import CLOSE_KINDS, HANDSHAKE_OUTCOMES, OK, OUTCOMES
-from .recorder import Recorder
+from ...core.vocabulary import CLOSE_KINDS, HANDSHAKE_OUTCOMES, OK, OUTCOMES
+from ..recorder import Recorder
 
 _NAN = math.nan
 _SESSION_COLUMNS = (

@@ -1,7 +1,7 @@
 """A scenario resolved against the service: its tiers found in the catalog (plus its
 custom tiers) and its effective pricing, ready for the demand plan and the model.
 
-    loaded = sim.policy.resolved.load("workloads/searcher.toml", ["duration=600"])
+    loaded = sim.config.resolved.load("workloads/searcher.toml", ["duration=600"])
 
 Reading, ``--set`` overrides and validation are :mod:`sim.config.loader`'s; this module
 adds what needs the catalog and the pricing assumptions.
@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..config.loader import Where, read, render_error, validate_scenario
-from ..config.scenario import Scenario
-from ..errors import CapsimError
+from ..core.errors import CapsimError
+from .loader import Where, read, render_error, validate_scenario
 from .pricing import Pricing, deep_merge, default_pricing_table
+from .scenario import Scenario
 from .tiers import CATALOG, Tier, find_tier
 
 

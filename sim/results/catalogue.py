@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:  # pragma: no cover
     # Annotations only: the scenario's [check] table imports this module, and
     # `capsim validate` need not build the summary models.
-    from ..summary import RunSummary, TierSummary
+    from .summary import RunSummary, TierSummary
 
 Worse = Literal["higher", "lower"]
 Kind = Literal["absolute", "relative"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..config.strict_types import STRICT_CONFIG, FiniteFloat
+from .strict_types import STRICT_CONFIG, FiniteFloat
 from .tiers import Tier
 
 _STRICT = STRICT_CONFIG

@@ -78,10 +78,10 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     variants against the base), report.md and report.html. Each run is kept in
     DIR/runs/ as it finishes: the same command again runs only what is missing.
     """
-    from .jobs.executors import make_executor
-    from .jobs.sweep import run_sweep
-    from .jobs.sweep_plan import plan_sweep
-    from .jobs.sweep_report import difference_lines
+    from ..jobs.executors import make_executor
+    from ..jobs.sweep import run_sweep
+    from ..jobs.sweep_plan import plan_sweep
+    from ..jobs.sweep_report import difference_lines
 
     plan = plan_sweep(scenario, vary=list(vary), replications=replications,
                       tiers=list(tiers), overrides=list(overrides), variants=not no_variants)
@@ -118,8 +118,8 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
              dask_scheduler, dask_local, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
     and what breaks first beyond it (bisection on a log scale)."""
-    from .jobs.executors import make_executor
-    from .jobs.headroom import find_headroom
+    from ..jobs.executors import make_executor
+    from ..jobs.headroom import find_headroom
 
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
         found = find_headroom(scenario, tiers=list(tiers), overrides=list(overrides),
@@ -136,7 +136,7 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
 
 def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None) -> str:
     """The sentence ``capsim run --headroom`` adds for the recommended tier."""
-    from .jobs.headroom import find_headroom
+    from ..jobs.headroom import find_headroom
 
     if tier is None:
         return "headroom: no tier meets the SLO at today's load"

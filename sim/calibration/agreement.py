@@ -1,7 +1,7 @@
 """Simulated versus recorded decisions: replay a trace's attempts as recorded through the
 model's policy objects and compare each predicted outcome with the recorded one.
 
-The replay uses :class:`sim.live.admission.Admission` -- the simulator's limiter,
+The replay uses :class:`sim.policy.admission.Admission` -- the simulator's limiter,
 websocket slot pool and account connection limits, asked in the model's order -- at
 the times the *client* recorded (``time_ns``, the send time), so what is measured is
 how well the model, given only what a client sees, predicts what the service decided.
@@ -34,13 +34,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from .config.websockets import ExpiryRange
-from .live.admission import Admission
-from .policy.resolved import LoadedScenario
-from .policy.tiers import Tier
-from .redact import pseudonym
-from .traces.schema import WEBSOCKET_METHODS, open_trace
-from .vocabulary import (
+from ..config.resolved import LoadedScenario
+from ..config.tiers import Tier
+from ..config.websockets import ExpiryRange
+from ..core.pseudonyms import pseudonym
+from ..core.vocabulary import (
     HANDSHAKE_STATUS_OUTCOME,
     HTTP_STATUS_OUTCOME,
     MONITORING,
@@ -48,6 +46,8 @@ from .vocabulary import (
     SIZE_METHOD,
     WINDOW_S,
 )
+from ..policy.admission import Admission
+from ..traces.schema import WEBSOCKET_METHODS, open_trace
 
 HANDSHAKE_OUTCOME = {**HANDSHAKE_STATUS_OUTCOME, 200: "ok"}
 """Recorded handshake status -> outcome name; a recording may show an accepted

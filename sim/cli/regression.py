@@ -12,16 +12,16 @@ from pathlib import Path
 
 import click
 
-from .errors import CapsimError
+from ..core.errors import CapsimError
 
 BASELINE_DIR = Path("reports/baselines")
 
 
 def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: int):
     """Run the replications, one progress line each on stderr; return (summaries, hash)."""
-    from .api import load_scenario
-    from .jobs.replicate import replicate
-    from .regression.baseline import scenario_hash
+    from ..api import load_scenario
+    from ..jobs.replicate import replicate
+    from ..regression.baseline import scenario_hash
 
     loaded = load_scenario(scenario, tiers=tiers, overrides=overrides)
 
@@ -33,7 +33,7 @@ def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: 
 
 
 def _snapshot(scenario, overrides, tiers, replications, jobs):
-    from .regression.baseline import Baseline
+    from ..regression.baseline import Baseline
 
     loaded, summaries, digest = _replicate(scenario, overrides, tiers, replications, jobs)
     return loaded, Baseline.from_summaries(
@@ -68,8 +68,8 @@ def baseline():
               help="Tiers simulated in parallel worker processes.")
 def save(scenario, tiers, replications, out, overrides, jobs):
     """Run SCENARIO and write its baseline (headline figures per tier, provenance)."""
-    from .api import load_scenario
-    from .regression.baseline import save_baseline
+    from ..api import load_scenario
+    from ..regression.baseline import save_baseline
 
     probe = load_scenario(scenario, tiers=tiers, overrides=overrides)
     reps = _replications(replications, probe.scenario.check)
@@ -90,10 +90,10 @@ def update(targets, replications, jobs):
     TARGETS are baseline files (reports/baselines/*.json: each reruns the scenario file,
     overrides and tiers it records) or scenario files (their default baseline).
     """
-    from .api import load_scenario
-    from .regression.baseline import load_baseline, save_baseline
-    from .regression.compare import compare
-    from .regression.settings import tolerances
+    from ..api import load_scenario
+    from ..regression.baseline import load_baseline, save_baseline
+    from ..regression.compare import compare
+    from ..regression.settings import tolerances
 
     for target in targets:
         if target.endswith(".json"):
@@ -128,9 +128,9 @@ def update(targets, replications, jobs):
 
 def _report(cmp, markdown, junit, comment, comment_only_on_change):
     """Write the outputs of a comparison, print the headline, exit with its code."""
-    from .regression import comment as comment_out
-    from .regression import junit as junit_out
-    from .regression import markdown as markdown_out
+    from ..regression import comment as comment_out
+    from ..regression import junit as junit_out
+    from ..regression import markdown as markdown_out
 
     text = markdown_out.render(cmp)
     for target in filter(None, (markdown,)):
@@ -177,7 +177,7 @@ def output_options(f):
 
 
 def _cli_tolerances(items) -> dict[str, float]:
-    from .regression.settings import parse_tolerance
+    from ..regression.settings import parse_tolerance
 
     return dict(parse_tolerance(i) for i in items)
 
@@ -199,10 +199,10 @@ def check(scenario, baseline_file, replications, overrides, jobs, tolerance_item
     Replays the baseline's --set overrides and tier selection; tolerances come from the
     catalogue, then the scenario's [check.tolerance] table, then --tolerance.
     """
-    from .api import load_scenario
-    from .regression.baseline import load_baseline
-    from .regression.compare import compare
-    from .regression.settings import tolerances
+    from ..api import load_scenario
+    from ..regression.baseline import load_baseline
+    from ..regression.compare import compare
+    from ..regression.settings import tolerances
 
     cli_tols = _cli_tolerances(tolerance_items)
     plain = load_scenario(scenario)
@@ -222,8 +222,8 @@ def check(scenario, baseline_file, replications, overrides, jobs, tolerance_item
 
 def load_side(path: str):
     """A report folder, a ``summary.json`` or a baseline file, as a baseline."""
-    from .regression.baseline import Baseline, parse_baseline, summary_hash
-    from .summary import load_summary
+    from ..regression.baseline import Baseline, parse_baseline, summary_hash
+    from ..results.summary import load_summary
 
     p = Path(path)
     if p.is_file():
@@ -244,8 +244,8 @@ def load_side(path: str):
 def compare(a, b, tolerance_items, markdown, junit, comment, comment_only_on_change):
     """Compare B with A (report folders, summary.json files or baselines): exit 1 when
     B regressed, with the same reports as check."""
-    from .regression.compare import compare as compare_baselines
-    from .regression.settings import tolerances
+    from ..regression.compare import compare as compare_baselines
+    from ..regression.settings import tolerances
 
     cli_tols = _cli_tolerances(tolerance_items)
     cmp = compare_baselines(load_side(a), load_side(b), tolerances(None, cli_tols),
@@ -254,4 +254,4 @@ def compare(a, b, tolerance_items, markdown, junit, comment, comment_only_on_cha
 
 
 COMMANDS = (baseline, check, compare)
-"""The commands :mod:`sim.cli` registers."""
+"""The commands :mod:`sim.cli.main` registers."""

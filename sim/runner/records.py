@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .metrics import attempt_rows
-from .model.engine import TierResult
-from .workload.demand import Plan
+from ..metrics.figures import attempt_rows
+from ..model.engine import TierResult
+from ..workload.demand import Plan
 
 #: ``capsim run --records``: which per-row tables a report folder gets.
 RECORDS = ("attempts", "windows", "none")
@@ -173,7 +173,7 @@ def empty_frame(plan: Plan, tier_names: list[str], result: TierResult | None) ->
     """``requests.parquet``'s columns without rows."""
     empty = result.attempt_sink.read() if result is not None else None
     if empty is None:
-        from .model.recorder import ATTEMPT_COLUMNS
+        from ..model.recorder import ATTEMPT_COLUMNS
 
         empty = {n: np.empty(0, dtype=d) for n, d in ATTEMPT_COLUMNS}
     tier = pd.Categorical.from_codes(np.full(0, 0, dtype=np.int8), categories=tier_names)

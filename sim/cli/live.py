@@ -9,7 +9,7 @@ import click
 
 
 def _loaded(scenario, overrides):
-    from .api import load_scenario
+    from ..api import load_scenario
 
     return load_scenario(scenario, overrides=overrides)
 
@@ -46,9 +46,9 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
     the account's keys, limiter, websocket cap and connection limits are those the
     simulator uses. Stops cleanly on Ctrl-C or SIGTERM.
     """
-    from .live.server import ServeOptions
-    from .live.server import serve as serve_async
-    from .policy.tiers import find_tier
+    from ..config.tiers import find_tier
+    from ..live.server import ServeOptions
+    from ..live.server import serve as serve_async
 
     loaded = _loaded(scenario, overrides)
     tier = find_tier(tier_name, loaded.tiers)
@@ -86,7 +86,7 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     """
     from pathlib import Path
 
-    from .live.drive import DriveOptions, run_drive
+    from ..live.drive import DriveOptions, run_drive
 
     loaded = _loaded(scenario, overrides)
     out_path = Path(out) if out else Path("reports") / loaded.scenario.name / "driven.parquet"
@@ -96,9 +96,9 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
                            allow_remote=allow_remote)
     result = asyncio.run(run_drive(loaded, options, out_path))
     click.echo(result.describe())
-    from .compare_traces import compare
-    from .errors import CapsimError
-    from .policy.tiers import find_tier
+    from ..calibration.agreement import compare
+    from ..config.tiers import find_tier
+    from ..core.errors import CapsimError
 
     try:
         tier = find_tier(result.tier, loaded.tiers)

@@ -7,7 +7,7 @@ Instead the package lists where each public name lives:
 
     __getattr__, __dir__ = exports(globals(), {"Pricing": ".pricing", "load": ".resolved"})
 
-and ``sim.policy.Pricing`` imports ``sim.policy.pricing`` the first time it is read.
+and ``sim.config.Pricing`` imports ``sim.config.pricing`` the first time it is read.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A stream's events are a fixed sequence (common to every tier: one named random s
 per stream name). Nothing needs a SimPy event to *count* them: a connection going up or
 down asks :meth:`PublishTimes.before` how many were published before ``now``. Only a billed
 stream with live connections needs an event per publish (each delivery reserves CU at
-that moment, interleaved with the HTTP traffic); :mod:`sim.model.ws_sessions` schedules
+that moment, interleaved with the HTTP traffic); :mod:`sim.model.websockets.sessions` schedules
 those one at a time from :meth:`PublishTimes.peek`.
 
 Times are generated ``_BLOCK`` random draws at a time (the same draws, in the same order,
@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from ..config.websockets import StreamSource
-from ..vocabulary import DAY_S, HOUR_S
+from ...config.websockets import StreamSource
+from ...core.vocabulary import DAY_S, HOUR_S
 
 _BLOCK = 1024
 

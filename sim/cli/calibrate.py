@@ -1,6 +1,6 @@
 """``capsim calibrate``: replay a recorded trace as it happened, compare with what the
 service answered, and fit the prices the spec does not show (a thin layer over
-:mod:`sim.calibration`). Registered in :data:`sim.cli.LAZY_COMMANDS`.
+:mod:`sim.calibration`). Registered in :data:`sim.cli.main.LAZY_COMMANDS`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from .errors import CapsimError
-from .policy.pricing import Pricing, deep_merge, default_pricing_table
-from .policy.tiers import find_tier
+from ..config.pricing import Pricing, deep_merge, default_pricing_table
+from ..config.tiers import find_tier
+from ..core.errors import CapsimError
 
 
 def _pricing(path: str | None) -> Pricing:
@@ -53,8 +53,8 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     """Replay TRACE (a canonical trace from `capsim trace import`) as recorded against
     the tier, set each attempt's predicted outcome beside the observed one, estimate the
     window phase and fit the prices; write the calibration folder."""
-    from .calibration import FITS, calibrate
-    from .calibration.report import write_calibration
+    from ..calibration import FITS, calibrate
+    from ..calibration.report import write_calibration
 
     tier = find_tier(tier_name)
     pricing = _pricing(pricing_file)

@@ -11,10 +11,10 @@ from datetime import timedelta
 
 import numpy as np
 
-from .model import recorder as rc
-from .model.engine import TierResult
-from .summary import AccountSummary, DailyAllowance, PlanSummary
-from .workload.demand import Plan
+from ..model import recorder as rc
+from ..model.engine import TierResult
+from ..results.summary import AccountSummary, DailyAllowance, PlanSummary
+from ..workload.demand import Plan
 
 _THROTTLES = np.array(rc.THROTTLES)
 

@@ -1,7 +1,7 @@
 """``capsim trace``: import recorded traffic and summarise it (a thin layer over
-:mod:`sim.traces`). Registered in :data:`sim.cli.LAZY_COMMANDS`.
+:mod:`sim.traces`). Registered in :data:`sim.cli.main.LAZY_COMMANDS`.
 
-A :class:`~sim.errors.CapsimError` becomes one line on stderr and exit code 2.
+A :class:`~sim.core.errors.CapsimError` becomes one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import json
 
 import click
 
-from .errors import USAGE_EXIT_CODE, CapsimError
-from .traces.names import DEFAULT_CHUNK_ROWS, FORMATS  # pyarrow-free
+from ..core.errors import USAGE_EXIT_CODE, CapsimError
+from ..traces.names import DEFAULT_CHUNK_ROWS, FORMATS  # pyarrow-free
 
 
 def _user_errors(fn):
@@ -77,7 +77,7 @@ def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | Non
     key or opaque URL token that survived before it is published. An import that keeps
     nothing fails (exit 2) with the reasons by count, unless --allow-empty.
     """
-    from .traces.importers import import_trace
+    from ..traces.importers import import_trace
 
     report = import_trace(file, out, fmt=fmt, on_invalid=on_invalid, region=region,
                           chunk_rows=chunk_rows, host_map=host_map, allow_empty=allow_empty)
@@ -93,7 +93,7 @@ def stats_cmd(file: str, as_json: bool) -> None:
     window, the peak window, counts by API / method / key / region / status, and the
     smallest tier that covers the peak.
     """
-    from .traces.stats import render_stats, trace_stats
+    from ..traces.stats import render_stats, trace_stats
 
     stats = trace_stats(file)
     if as_json:

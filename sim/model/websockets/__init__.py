@@ -34,15 +34,15 @@ events are those published while a connection its client wanted was down, plus
 deliveries dropped for exhaustion.
 
 Where it lives: the slot pool is a policy (:mod:`sim.policy.slots`, no SimPy); the
-session processes and the service side are :mod:`sim.model.ws_sessions`; what a run
+session processes and the service side are :mod:`sim.model.websockets.sessions`; what a run
 records (sessions, totals, handshakes written to the attempt recorder) is
-:mod:`sim.model.ws_records`. This module gathers their public names.
+:mod:`sim.model.websockets.records`. This module gathers their public names.
 """
 
-from ..policy.slots import SlotPool, summed_series
-from ..vocabulary import CLOSE_KINDS
-from .ws_records import HandshakeLog, RecorderHandshakes, WebsocketsResult
-from .ws_sessions import CLEAN, END, EXHAUSTED, UNCLEAN, Websockets
+from ...core.vocabulary import CLOSE_KINDS
+from ...policy.slots import SlotPool, summed_series
+from .records import HandshakeLog, RecorderHandshakes, WebsocketsResult
+from .sessions import CLEAN, END, EXHAUSTED, UNCLEAN, Websockets
 
 __all__ = ["CLEAN", "CLOSE_KINDS", "END", "EXHAUSTED", "UNCLEAN", "HandshakeLog",
            "RecorderHandshakes", "SlotPool", "WebsocketsResult", "Websockets", "summed_series"]

@@ -1,6 +1,6 @@
 """The ``capsim`` command line: a thin layer over the library.
 
-A user's mistake (a :class:`~sim.errors.CapsimError`) prints one line on stderr and
+A user's mistake (a :class:`~sim.core.errors.CapsimError`) prints one line on stderr and
 exits with code 2; nothing is written.
 """
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
-from . import __version__
-from .errors import USAGE_EXIT_CODE, CapsimError
+from ..core.errors import USAGE_EXIT_CODE, CapsimError
+from ..core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .policy.resolved import LoadedScenario
+    from ..config.resolved import LoadedScenario
 
 
 class LazyCommand(NamedTuple):
@@ -41,31 +41,31 @@ class LazyCommand(NamedTuple):
 
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
-    "baseline": LazyCommand("sim.cli_regression", "baseline",
+    "baseline": LazyCommand("sim.cli.regression", "baseline",
                             "Save or update the baseline a scenario is checked against."),
-    "calibrate": LazyCommand("sim.cli_calibrate", "calibrate_command",
+    "calibrate": LazyCommand("sim.cli.calibrate", "calibrate_command",
                              "Replay a recorded trace, compare outcomes, fit prices.", short=True),
-    "check": LazyCommand("sim.cli_regression", "check",
+    "check": LazyCommand("sim.cli.regression", "check",
                          "Run SCENARIO as its baseline was run and compare: exit 1 on a "
                          "regression."),
-    "compare": LazyCommand("sim.cli_regression", "compare",
+    "compare": LazyCommand("sim.cli.regression", "compare",
                            "Compare B with A (report folders, summary.json files or baselines): "
                            "exit 1 when B regressed, with the same reports as check."),
-    "drive": LazyCommand("sim.cli_live", "drive",
+    "drive": LazyCommand("sim.cli.live", "drive",
                          "Replay SCENARIO's demand against a running emulator with real HTTP/2 "
                          "and websocket clients, and write every attempt (status, latency) as a "
                          "canonical trace."),
-    "headroom": LazyCommand("sim.cli_sweep", "headroom",
+    "headroom": LazyCommand("sim.cli.sweep", "headroom",
                             "For each tier, the largest multiple of SCENARIO's load that still "
                             "meets its SLO, and what breaks first beyond it (bisection on a log "
                             "scale)."),
-    "serve": LazyCommand("sim.cli_live", "serve",
+    "serve": LazyCommand("sim.cli.live", "serve",
                          "Emulate the service for SCENARIO's account (default: the built-in "
                          "scenario)."),
-    "sweep": LazyCommand("sim.cli_sweep", "sweep",
+    "sweep": LazyCommand("sim.cli.sweep", "sweep",
                          "Run SCENARIO over a grid of values (--vary), its [[variants]] and "
                          "replications."),
-    "trace": LazyCommand("sim.cli_trace", "trace",
+    "trace": LazyCommand("sim.cli.trace", "trace",
                          "Import recorded traffic into the canonical trace table and summarise "
                          "it."),
 }
@@ -134,7 +134,7 @@ def size_options(f):
 
 
 def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1):
-    from .workload.size_estimate import check
+    from ..workload.size_estimate import check
 
     size, warnings = check(loaded, max_requests=max_requests, jobs=jobs)
     for w in warnings:
@@ -144,7 +144,7 @@ def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1)
 
 def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = None,
           tiers: tuple[str, ...] = ()) -> LoadedScenario:
-    from .policy.selection import load_scenario
+    from ..config.selection import load_scenario
 
     return load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
 
@@ -177,10 +177,10 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
     once everything is written.
     --out must be missing, empty or a capsim report; one run at a time per folder.
     """
-    from .api import run as run_scenario
-    from .report.folder import ReportFolder
-    from .report.markdown import tier_table
-    from .report.writer import write_report
+    from ..api import run as run_scenario
+    from ..report.folder import ReportFolder
+    from ..report.markdown import tier_table
+    from ..report.writer import write_report
 
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, jobs)
@@ -203,7 +203,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
     if with_headroom:
-        from .cli_sweep import run_headroom_line
+        from .sweep import run_headroom_line
 
         click.echo(run_headroom_line(scenario, overrides, rec.tier, seed))
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
@@ -234,8 +234,8 @@ def tiers(as_json):
     """Print the tier catalog: CU per 12 s, websocket cap, APIs, assumed allowance and price."""
     import json
 
-    from .policy.pricing import Pricing, default_pricing_table
-    from .policy.tiers import CATALOG
+    from ..config.pricing import Pricing, default_pricing_table
+    from ..config.tiers import CATALOG
 
     pricing = Pricing.model_validate(default_pricing_table())
     rows = []

@@ -67,7 +67,7 @@ DAY_S = 86_400.0
 
 @unique
 class Rng(StrEnum):
-    """The words of random streams' names (:func:`sim.rng.stream`).
+    """The words of random streams' names (:func:`sim.core.rng.stream`).
 
     A stream's name is a path: whose draws they are (a source, a websocket client, the
     live emulator), its names and indices, and what the draws are for:

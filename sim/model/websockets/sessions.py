@@ -5,10 +5,10 @@ connect, live, drop or end, reconnect); open-loop clients try one handshake per 
 and hold an admitted session until its end (the Erlang-B set-up). The service side
 decides each handshake (key, API selection, the account's :class:`SlotPool`, connect
 CU) and publishes each stream once per account. The rules and a timeline are in
-:mod:`sim.model.websockets`; what is recorded, and how, in :mod:`sim.model.ws_records`.
+:mod:`sim.model.websockets`; what is recorded, and how, in :mod:`sim.model.websockets.records`.
 
 Events are counted, not stored: a connection notes how many its stream had published
-when it goes up or down (:class:`~sim.model.ws_publish.PublishTimes` counts them
+when it goes up or down (:class:`~sim.model.websockets.publish.PublishTimes` counts them
 lazily). Only a billed stream with live connections has a SimPy event per publish, a
 timeout callback that spends for every live connection in one pass and schedules the
 next; an unbilled stream, or one nobody is connected to, costs no event at all. Counted
@@ -27,19 +27,19 @@ from collections.abc import Callable
 import simpy
 from simpy.events import NORMAL, Event
 
-from ..config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
-from ..draws import BlockDraws
-from ..policy.limiter import NO_ALLOWANCE
-from ..policy.limiter import OK as LIM_OK
-from ..policy.limiters import Limiter
-from ..policy.pricing import Pricing
-from ..policy.slots import SlotPool, summed_series
-from ..policy.tiers import Tier
-from ..rng import stream
-from ..vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU, Rng
-from ..workload.arrivals import arrival_times
-from .ws_publish import PublishTimes
-from .ws_records import HandshakeSink, WebsocketsResult, WsRecords
+from ...config.pricing import Pricing
+from ...config.tiers import Tier
+from ...config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
+from ...core.draws import BlockDraws
+from ...core.rng import stream
+from ...core.vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU, Rng
+from ...policy.limiter import NO_ALLOWANCE
+from ...policy.limiter import OK as LIM_OK
+from ...policy.limiters import Limiter
+from ...policy.slots import SlotPool, summed_series
+from ...workload.arrivals import arrival_times
+from .publish import PublishTimes
+from .records import HandshakeSink, WebsocketsResult, WsRecords
 
 CLEAN, UNCLEAN, EXHAUSTED, END = range(len(CLOSE_KINDS))  # ``sessions["close_kind"]`` codes
 _BLOCK = 1024
@@ -91,8 +91,8 @@ class Websockets:
     draw on its key's account. Without them, ``limiter`` and ``tier`` are the one account.
 
     ``handshakes``: where each handshake goes as it happens (a tier's run passes a
-    :class:`~sim.model.ws_records.RecorderHandshakes`); by default the model keeps a
-    :class:`~sim.model.ws_records.HandshakeLog`, returned in the result.
+    :class:`~sim.model.websockets.records.RecorderHandshakes`); by default the model keeps a
+    :class:`~sim.model.websockets.records.HandshakeLog`, returned in the result.
     """
 
     def __init__(self, env: simpy.Environment, limiter: Limiter, tier: Tier,

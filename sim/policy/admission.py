@@ -5,7 +5,7 @@ for the scenario's ``[limiter]``), websocket :class:`~sim.policy.slots.SlotPool`
 :class:`~sim.policy.connections.AccountConnections` -- the very objects the SimPy model
 builds -- and asks them in the model's order. Time is passed in as service seconds
 (``now``); nothing here sleeps or does I/O, so the emulator and the trace comparison
-(:mod:`sim.compare_traces`) share it.
+(:mod:`sim.calibration.agreement`) share it.
 
 Along a timeline (tier "RPC", 4,000 CU per 12 s; ``svc_call`` costs 20 CU)::
 
@@ -29,15 +29,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import CapsimError
-from ..policy.connections import AccountConnections
-from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, Reservation
-from ..policy.limiter import OK as LIM_OK
-from ..policy.limiters import make_limiter
-from ..policy.resolved import LoadedScenario
-from ..policy.slots import SlotPool
-from ..policy.tiers import Tier
-from ..vocabulary import (
+from ..config.resolved import LoadedScenario
+from ..config.tiers import Tier
+from ..core.errors import CapsimError
+from ..core.vocabulary import (
     AUTH_401,
     CONN_430,
     HTTP_434,
@@ -52,14 +47,19 @@ from ..vocabulary import (
     WS_435,
     WS_CU,
 )
-from ..vocabulary import OVERSIZED as OUT_OVERSIZED
+from ..core.vocabulary import OVERSIZED as OUT_OVERSIZED
+from .connections import AccountConnections
+from .limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, Reservation
+from .limiter import OK as LIM_OK
+from .limiters import make_limiter
+from .slots import SlotPool
 
 _NAN = math.nan
 
 
 @dataclass(frozen=True)
 class Decision:
-    """An attempt's outcome (an index into :data:`~sim.vocabulary.OUTCOMES`).
+    """An attempt's outcome (an index into :data:`~sim.core.vocabulary.OUTCOMES`).
 
     ``retry_after_s`` is the whole seconds of a ``Retry-After`` header (NaN for none);
     ``ticket`` identifies an admitted reservation for :meth:`Admission.settle`.

@@ -1,6 +1,6 @@
 """The typed run summary: what ``summary.json`` holds, as frozen pydantic models.
 
-Built once (:mod:`sim.metrics`), read by the reports, the CLI and anything comparing
+Built once (:mod:`sim.metrics.figures`), read by the reports, the CLI and anything comparing
 runs. The JSON keys are the field names in declaration order; :data:`SCHEMA_VERSION`
 is written into every file so a reader can refuse one it does not understand.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
-from .errors import CapsimError, read_user_text
+from ..core.errors import CapsimError, read_user_text
 
 SCHEMA_VERSION = 1
 """Version of the ``summary.json`` layout; bumped when a key changes meaning or goes.
@@ -150,7 +150,7 @@ class PlanSummary(_Frozen):
 
 
 class TierSummary(_Frozen):
-    """One tier's entry of ``summary.json`` (definitions in :mod:`sim.metrics`)."""
+    """One tier's entry of ``summary.json`` (definitions in :mod:`sim.metrics.figures`)."""
 
     tier: str
     apis: tuple[str, ...]

@@ -3,7 +3,7 @@
 A tier (the spec calls it a *selection*) fixes which APIs the account may use, its CU
 budget per 12-second window and its active-websocket cap. Bundles and "All 3 APIs"
 include all three APIs. Money and the daily allowance are not in the spec: they live in
-the pricing assumptions (:mod:`sim.policy.pricing`). Pure Python, no SimPy.
+the pricing assumptions (:mod:`sim.config.pricing`). Pure Python, no SimPy.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import CapsimError
-from ..vocabulary import APIS, RPC, SEARCH, STREAMS, WINDOW_S
+from ..core.errors import CapsimError
+from ..core.vocabulary import APIS, RPC, SEARCH, STREAMS, WINDOW_S
 
 __all__ = ["APIS", "RPC", "SEARCH", "STREAMS", "WINDOW_S"]
 

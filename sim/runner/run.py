@@ -1,7 +1,7 @@
 """Run a scenario against its tiers and assemble the results (library entry point).
 
-    loaded = sim.policy.load("workloads/searcher.toml", ["duration=600"])
-    output = sim.runner.run(loaded)
+    loaded = sim.config.load("workloads/searcher.toml", ["duration=600"])
+    output = sim.runner.run.run(loaded)
     output.summary.recommended
 
 (Users call :func:`sim.run`, which wraps this and adds ``write()``.)
@@ -22,8 +22,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import __version__
-from .metrics import (
+from ..config.pricing import default_pricing_table, flatten
+from ..config.resolved import LoadedScenario
+from ..config.tiers import Tier
+from ..core.pseudonyms import secret_kind
+from ..core.version import __version__
+from ..metrics.figures import (
     latency_table,
     recommend,
     slots_frame,
@@ -31,15 +35,11 @@ from .metrics import (
     tier_summary,
     windows_frame,
 )
-from .model import recorder as rc
-from .model.engine import TierResult, TierRun
-from .policy.pricing import default_pricing_table, flatten
-from .policy.resolved import LoadedScenario
-from .policy.tiers import Tier
+from ..model import recorder as rc
+from ..model.engine import TierResult, TierRun
+from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
+from ..workload.demand import Plan, build_plan
 from .records import RECORDS, AttemptRecords, RequestsWriter, spool_folder
-from .redact import secret_kind
-from .summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
-from .workload.demand import Plan, build_plan
 
 MODEL_ASSUMPTIONS = (
     "Unknown API key: 401 (spec 5: response not shown).",
@@ -62,10 +62,10 @@ class RunOutput:
 
     ``records`` holds the attempt rows (spooled; :attr:`attempts` reads them whole);
     ``latencies`` is each tier's latency CDF as a table of at most
-    :data:`sim.metrics.LATENCY_POINTS` points (:func:`sim.metrics.latency_table`);
+    :data:`sim.metrics.figures.LATENCY_POINTS` points (:func:`sim.metrics.figures.latency_table`);
     ``minutes`` (attempts per minute and outcome) and ``refused_handshakes`` are the
     aggregates the plots draw; ``records_mode`` is what a report folder gets
-    (:data:`sim.records.RECORDS`).
+    (:data:`sim.runner.records.RECORDS`).
     """
 
     summary: RunSummary
@@ -116,7 +116,7 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
     """Simulate ``loaded`` against each of its tiers; ``progress(tier, sim_time)`` as it goes.
 
     Attempt rows are spooled to Parquet files as the tiers run (memory stays flat in run
-    length); ``records`` (one of :data:`sim.records.RECORDS`) is what a report folder
+    length); ``records`` (one of :data:`sim.runner.records.RECORDS`) is what a report folder
     written from the output gets. With ``jobs > 1`` and ``records="attempts"`` the
     parent writes ``requests.parquet`` (into the spool folder) tier by tier as the
     workers finish them, while later tiers still simulate; a report copies it.

@@ -1,0 +1,2 @@
+"""The command line (``capsim``): one module per command group, ``main`` the entry point.
+"""

@@ -1,0 +1,3 @@
+"""Figures from a tier's attempt records: throttling, latency, CU, cost (``figures``) and
+per-account breakdowns (``accounts``).
+"""
