@@ -438,7 +438,7 @@ class ReplayStream:
         self.dropped_retries = 0
         pf = open_trace(path)
         try:
-            self.groups = _group_ranges(pf)
+            self.groups = row_group_ranges(pf)
             sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
             self._first_row = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
         finally:
@@ -639,7 +639,7 @@ class ReplayStream:
                 return
 
 
-def _group_ranges(pf) -> list[tuple[int, int, int, int]]:
+def row_group_ranges(pf) -> list[tuple[int, int, int, int]]:
     """``(group, first time_ns, last time_ns, rows)`` of each non-empty row group, from
     the Parquet statistics (read from the column where a group has none)."""
     idx = pf.schema_arrow.get_field_index("time_ns")
