@@ -26,9 +26,11 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -265,12 +267,18 @@ def read_jsonl(path: str, file: str, problems: Problems, chunk_rows: int,
         held -= n
         return _jsonl_merge(out, roles, labels)
 
-    with open(path, "rb") as fh:
-        for block, first_line in _line_blocks(fh, JSONL_BLOCK):
+    with open(path, "rb") as fh, ThreadPoolExecutor(1) as pool:
+        blocks = _line_blocks(fh, JSONL_BLOCK)
+        # Arrow parses the next block in a thread while this one is checked
+        parse = _jsonl_parse if fast else (lambda block: None)
+        ahead = [(b, line, pool.submit(parse, b)) for b, line in itertools.islice(blocks, 1)]
+        while ahead:
+            block, first_line, parsed = ahead.pop(0)
+            ahead += [(b, line, pool.submit(parse, b)) for b, line in itertools.islice(blocks, 1)]
             got = None
             if fast:
                 try:
-                    got = _jsonl_fast(block, first_line, roles, ignored, problems)
+                    got = _jsonl_fast(parsed.result(), first_line, roles, ignored, problems)
                 except _Fallback:
                     got = None
             if got is None:
@@ -352,9 +360,10 @@ _JSON_SPACE = np.zeros(256, dtype=bool)
 _JSON_SPACE[[ord(" "), ord("\t"), ord("\r")]] = True
 
 
-def _jsonl_fast(block: bytes, first_line: int, roles: list[str], ignored: dict[str, None],
-                problems: Problems) -> tuple[dict[str, pa.Array], np.ndarray]:
-    """A block parsed by Arrow, columns converted to what :func:`_jsonl_slow` gives."""
+def _jsonl_parse(block: bytes) -> tuple[pa.Table | None, np.ndarray]:
+    """``(table, blank lines)`` of a block by Arrow's JSON reader (no table: every line is
+    blank); :class:`_Fallback` when it is not one object per line as ``json.loads`` sees
+    them. No side effects: runs in a thread, ahead of the block's checks."""
     # Lines of JSON whitespace are blank (Arrow skips them, the slow path ignores them);
     # every other line must look like one object, from "{" to "}" (Arrow would take a
     # "null" line for a row of nulls, and crashes on a block of only that)
@@ -363,25 +372,35 @@ def _jsonl_fast(block: bytes, first_line: int, roles: list[str], ignored: dict[s
     if len(buf) and buf[-1] != 10:
         ends = np.append(ends, len(buf))
     starts = np.concatenate(([0], ends[:-1] + 1))
-    solid = np.flatnonzero(~_JSON_SPACE[buf] & (buf != 10))
-    first = np.searchsorted(solid, starts)  # first solid byte at or after each start
-    last = np.searchsorted(solid, ends) - 1  # last solid byte before each end
-    blank = first > last
-    full = ~blank
-    if full.any():
-        if not (np.all(buf[solid[first[full]]] == ord("{"))
-                and np.all(buf[solid[last[full]]] == ord("}"))):
+    last = ends - 1 - ((ends > starts) & (buf[np.maximum(ends - 1, 0)] == 13))  # before \r
+    plain = (ends > starts) & (buf[np.minimum(starts, len(buf) - 1)] == ord("{")) \
+        & (last >= starts) & (buf[np.maximum(last, 0)] == ord("}"))
+    blank = np.zeros(len(starts), dtype=bool)
+    for i in np.flatnonzero(~plain).tolist():  # the few lines not "{...}" as written
+        text = block[starts[i]:ends[i]].strip(b" \t\r")
+        if text and not (text[:1] == b"{" and text[-1:] == b"}"):
             raise _Fallback
-    else:
-        problems.ignore("blank lines", int(blank.sum()))
-        return {role: pa.nulls(0, pa.null()) for role in roles}, np.zeros(0, np.int64)
+        blank[i] = not text
+    if blank.all():
+        return None, blank
     try:
         table = pajson.read_json(pa.py_buffer(block), read_options=pajson.ReadOptions(
             block_size=ARROW_BLOCK))
     except (pa.ArrowException, ValueError):
         raise _Fallback from None
-    if table.num_rows != int(full.sum()):  # two objects on a line, or one on two lines
+    if table.num_rows != int((~blank).sum()):  # two objects on a line, or one on two lines
         raise _Fallback
+    return table, blank
+
+
+def _jsonl_fast(parsed: tuple[pa.Table | None, np.ndarray], first_line: int,
+                roles: list[str], ignored: dict[str, None],
+                problems: Problems) -> tuple[dict[str, pa.Array], np.ndarray]:
+    """A block parsed by Arrow, columns converted to what :func:`_jsonl_slow` gives."""
+    table, blank = parsed
+    if table is None:
+        problems.ignore("blank lines", int(blank.sum()))
+        return {role: pa.nulls(0, pa.null()) for role in roles}, np.zeros(0, np.int64)
     new_names: dict[str, None] = {}
     by_role: dict[str, str] = {}
     for name in table.column_names:
@@ -413,9 +432,21 @@ def _bad_where_valid(arr: pa.Array) -> pa.Array:
 
 
 def _float_texts(arr: pa.Array) -> pa.Array:
-    """Each float as :func:`_as_text` writes it (``repr``; not finite: not a number)."""
-    return pa.array([None if v is None else (repr(v) if math.isfinite(v) else _BAD)
-                     for v in arr.to_pylist()], pa.string())
+    """Each float as :func:`_as_text` writes it: ``repr``, which for a whole number below
+    1e16 is its digits and ".0" (so built column-wise); not finite: not a number."""
+    f = arr.to_numpy(zero_copy_only=False)
+    whole = np.isfinite(f) & (np.abs(f) < 1e16) & (f == np.round(f))
+    out = pc.binary_join_element_wise(
+        pa.array(np.where(whole, f, 0).astype(np.int64)).cast(pa.string()), ".0", "")
+    rest = np.flatnonzero(~whole & ~np.isnan(f) | (np.isnan(f) & arr.is_valid().to_numpy(
+        zero_copy_only=False)))
+    if len(rest):
+        texts = out.to_pylist()
+        for i in rest.tolist():
+            v = float(f[i])
+            texts[i] = repr(v) if math.isfinite(v) else _BAD
+        out = pa.array(texts, pa.string())
+    return pc.if_else(arr.is_valid(), out, pa.scalar(None, pa.string()))
 
 
 def _jsonl_column(arr: pa.Array, role: str) -> pa.Array:
