@@ -9,7 +9,7 @@ request line's body), else by content for Parquet (``PAR1`` magic).
 An import that keeps no row is an error naming the file, with every reason by count
 (hosts not mapped, not requests, invalid rows), unless ``allow_empty``. The import is
 all-or-nothing. Rows are validated and redacted chunk by chunk (memory is
-bounded by ``chunk_rows``, except for HAR, which is loaded whole) and written to a temp
+bounded by ``chunk_rows``; HAR entries are streamed one at a time) and written to a temp
 file in the destination folder. With ``on_invalid="error"`` the first invalid row stops
 the import with a :class:`~sim.core.errors.CapsimError` naming file, location and field; with
 ``"skip"`` invalid rows are counted by reason. When all rows are in, the temp file is
