@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Helpers shared by tests in several folders (scenario builders, crafted traces, the
+# reference calibration service, the emulator fixture) import by their module name.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 SPEC = ROOT.parent / "shared" / "spec" / "service-interface.md"
 _CONFIG_HOME: str | None = None
 
@@ -32,3 +36,17 @@ def spec_text() -> str:
     if not SPEC.exists():
         pytest.skip(f"spec not found beside the repo: {SPEC}")
     return SPEC.read_text(encoding="utf-8")
+
+
+_SLOW_FOLDERS = ("validation", "e2e")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Validation against theory and end-to-end runs are slow by folder: the README's
+    everyday loop (``pytest -m "not slow"``) leaves them out, ``.ci/run`` runs them in a
+    step of their own."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        folder = Path(item.fspath).resolve().relative_to(here).parts[0]
+        if folder in _SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

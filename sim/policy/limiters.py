@@ -3,7 +3,7 @@
 The model (and a future live server) rely only on the verbs of :class:`Limiter`. To add
 a policy: write a class with these verbs in this package, add its name to
 :class:`sim.config.scenario.LimiterSettings` ``kind`` (with any settings it needs), list
-it in :data:`LIMITERS`, and test it beside ``tests/test_limiter.py``.
+it in :data:`LIMITERS`, and test it beside ``tests/unit/policy/test_limiter.py``.
 """
 
 from __future__ import annotations

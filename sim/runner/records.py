@@ -10,6 +10,7 @@ written in constant memory.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -35,6 +36,7 @@ ROW_GROUP_ROWS = 1 << 18
 
 
 SPOOL_PREFIX = "capsim-spool-"
+_MAKING_PREFIX = "capsim-making-"
 _SPOOL_LOCK = ".lock"
 #: A spool folder without a lock file (made before spools had one) counts as stale when
 #: untouched this long.
@@ -51,10 +53,16 @@ class SpoolFolder:
 
     def __init__(self, parent: str | None = None) -> None:
         remove_stale_spools(parent)
-        tmp = tempfile.TemporaryDirectory(prefix=SPOOL_PREFIX, dir=parent)
-        self.name = tmp.name
-        fd = os.open(os.path.join(tmp.name, _SPOOL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+        # The folder is made and locked under a name the sweep of stale spools does not
+        # match, then renamed: another run's sweep can never see it unlocked (it did,
+        # between the lock file's creation and its flock, and removed a live run's spool).
+        making = tempfile.mkdtemp(prefix=_MAKING_PREFIX, dir=parent)
+        fd = os.open(os.path.join(making, _SPOOL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
+        tmp = tempfile.TemporaryDirectory(prefix=SPOOL_PREFIX, dir=parent)
+        os.rmdir(tmp.name)
+        os.rename(making, tmp.name)
+        self.name = tmp.name
         self._finalizer = weakref.finalize(self, _release, fd, tmp)
 
     def cleanup(self) -> None:
@@ -78,7 +86,13 @@ def remove_stale_spools(parent: str | None = None) -> list[Path]:
     temporary folder); returns them. A folder whose lock another process holds is in
     use and kept; one without a lock file is removed once untouched for a day."""
     removed = []
-    for folder in Path(parent or tempfile.gettempdir()).glob(SPOOL_PREFIX + "*"):
+    where = Path(parent or tempfile.gettempdir())
+    for folder in where.glob(_MAKING_PREFIX + "*"):  # a run killed while making its spool
+        with contextlib.suppress(OSError):
+            if time.time() - folder.stat().st_mtime >= UNLOCKED_STALE_S:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+    for folder in where.glob(SPOOL_PREFIX + "*"):
         if folder.is_symlink() or not folder.is_dir():
             continue
         lock = folder / _SPOOL_LOCK

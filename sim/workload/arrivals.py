@@ -5,8 +5,8 @@ since simulation start, sorted, in ``[0, duration_s)``) in time order:
 ``until(t)`` returns the arrivals not yet returned that come before ``t``. The draws do
 not depend on how the run is sliced: the stream draws internally in chunks of a fixed
 size and only hands out what lies before ``t``, so slicing a run by 60 s or taking it
-whole gives the same instants (``tests/test_demand_slices.py``), and memory does not grow
-with the run's length. :func:`arrival_times` is the whole run at once.
+whole gives the same instants (``tests/unit/workload/test_demand_slices.py``), and
+memory does not grow with the run's length. :func:`arrival_times` is the whole run at once.
 
 The Poisson-type processes are drawn by time transformation: the points of a unit-rate
 Poisson process (running sums of standard exponentials) are mapped back through the

@@ -11,8 +11,8 @@ The draws do not depend on the slicing: each source's arrivals are an
 :class:`~sim.workload.arrivals.ArrivalStream`, and each of its random attributes
 (method mix, sizing items, sizing profiles, gas used, the service time of each method)
 has its own named stream, drawn in request order. Slicing by 60 s or taking the run
-whole gives the same demand (``tests/test_demand_slices.py``). A recorded trace is read
-from its file the same way, in time order a row group at a time
+whole gives the same demand (``tests/unit/workload/test_demand_slices.py``). A recorded
+trace is read from its file the same way, in time order a row group at a time
 (:class:`~sim.traces.replay.ReplayStream`): :func:`build_plan` scans it once (the methods,
 keys and regions it uses, its row counts), and each pass over the demand reads it again,
 so memory does not grow with the trace's length either; each worker process of

@@ -1,4 +1,4 @@
-"""``calibrate`` against an independent reference service (tests/calib_reference.py,
+"""``calibrate`` against an independent reference service (tests/helpers/calib_reference.py,
 no capsim code) whose prices and window phase are hidden: the fit must recover each
 price within 5 %, the phase within 1 s, and predict >= 99 % of decisions; a trace with
 no throttles only bounds the prices; throttles in empty windows are reported, not fitted.

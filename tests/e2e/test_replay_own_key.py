@@ -19,7 +19,7 @@ from scenarios import write_scenario
 from sim.cli.main import main
 from sim.core.pseudonyms import pseudonym
 
-SAMPLE = Path(__file__).resolve().parent.parent / "workloads" / "traces" / "sample.csv"
+SAMPLE = Path(__file__).resolve().parents[2] / "workloads" / "traces" / "sample.csv"
 
 
 def test_replay_with_the_accounts_own_key(tmp_path):

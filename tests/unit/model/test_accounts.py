@@ -2,7 +2,7 @@
 connection limits; a fixed-tier account keeps its tier; the plan's cost adds up.
 
 Expected numbers come from exact arithmetic on constant arrivals (as in
-``tests/test_model_closed_forms.py``) and from the pricing table read here, never from
+``tests/validation/test_model_closed_forms.py``) and from the pricing table read here, never from
 the model.
 """
 
@@ -34,7 +34,7 @@ ZERO = {"dist": "constant", "value": 0.0}
 METHODS = {"svc_call": {"api": "rpc", "service_time": ZERO},
            "svc_pendingBlock": {"api": "rpc", "service_time": ZERO},
            "POST /v1/size": {"api": "search", "service_time": ZERO}}
-WORKLOAD = Path(__file__).resolve().parent.parent / "workloads" / "two-accounts.toml"
+WORKLOAD = Path(__file__).resolve().parents[3] / "workloads" / "two-accounts.toml"
 
 
 def price(tier: str) -> float:

@@ -13,7 +13,7 @@ from sim.model import recorder as rc
 from sim.runner.run import run
 from sim.workload.demand import build_plan
 
-WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 
 
 @pytest.mark.parametrize("path", sorted(WORKLOADS.glob("*.toml")), ids=lambda p: p.stem)

@@ -131,7 +131,7 @@ def test_a_trace_source_is_handed_out_by_slices_too(tmp_path):
 
 # --- a trace source streamed from its file ------------------------------------------
 
-SHIPPED = Path(__file__).parent.parent / "workloads" / "traces"
+SHIPPED = Path(__file__).resolve().parents[3] / "workloads" / "traces"
 REPLAY_OPTIONS = {
     "plain": {},
     "copies": {"speed": 3.0, "load_multiplier": 2.5, "phase_shift_s": 7.0},

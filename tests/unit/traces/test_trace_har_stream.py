@@ -14,7 +14,7 @@ from sim.core.errors import CapsimError
 from sim.traces import formats_har
 from sim.traces.importers import import_trace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 HARS = [ROOT / "workloads" / "traces" / "sample.har", ROOT / "tests" / "fixtures" /
         "provider-chrome.har", ROOT / "tests" / "fixtures" / "polly-provider.har"]
 KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"

@@ -29,7 +29,7 @@ from sim.traces.importers import import_trace
 from sim.traces.redaction import KeyRegistry, KeySurvived, scan_trace
 from sim.traces.stats import render_stats, trace_stats
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 T0 = 1_714_564_800_000_000_000
 CALL = [{"to": "0x" + "cd" * 20, "data": "0x70a08231"}, "latest"]
 

@@ -32,8 +32,8 @@ import pytest
 from sim.core.rng import stream as real_stream
 from sim.core.vocabulary import RANDOM_STREAMS, Rng
 
-SIM = Path(__file__).resolve().parent.parent / "sim"
-WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+SIM = Path(__file__).resolve().parents[2] / "sim"
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 
 
 # -- the declaration ------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """``capsim calibrate`` end to end on the shipped sample (workloads/traces/
-calibration-sample.csv, answered by tests/calib_reference.py with hidden prices: svc_call
+calibration-sample.csv, answered by tests/helpers/calib_reference.py with hidden prices: svc_call
 23 CU, item base 7 CU, 2e-5 CU per gas, connect 45 CU, caps fast 1e6 / deep 4e6 gas,
 windows at 7.37 s after each multiple of 12 s UTC)."""
 
@@ -17,7 +17,7 @@ from sim.config.pricing import Pricing, deep_merge, default_pricing_table
 from sim.config.scenario import LimiterSettings
 from sim.traces.importers import import_trace
 
-SAMPLE = Path(__file__).resolve().parent.parent / "workloads" / "traces" / \
+SAMPLE = Path(__file__).resolve().parents[3] / "workloads" / "traces" / \
     "calibration-sample.csv"
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from sim.cli.trace import trace
 from sim.core.errors import CapsimError
 
-SAMPLES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
+SAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "traces"
 
 
 def make_cli() -> click.Group:

@@ -25,7 +25,7 @@ from sim.jobs.executors import DaskExecutor, LocalPoolExecutor
 from sim.jobs.sweep import run_sweep
 from sim.jobs.sweep_plan import plan_sweep
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def outputs(folder: Path) -> dict[str, bytes]:

@@ -3,7 +3,7 @@
 Expected values come from the spec (8.3: the cap per selection, stale slots after an
 unclean disconnect; 7: 435 with Retry-After = seconds until the earliest slot expires or
 is released), worked out by hand along each timeline. The model-level timelines and a
-Hypothesis comparison with a reference model are in tests/test_websockets.py.
+Hypothesis comparison with a reference model are in tests/unit/model/test_websockets.py.
 """
 
 from __future__ import annotations

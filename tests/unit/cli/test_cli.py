@@ -35,7 +35,7 @@ def test_every_command_has_help():
 
 
 def test_readme_documents_every_command():
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     for name, cmd in all_commands().items():
         assert f"capsim {name}" in readme, f"README does not document `capsim {name}`"
         for sub in getattr(cmd, "commands", {}):

@@ -28,7 +28,7 @@ from sim.traces.importers import import_trace
 from sim.traces.replay import load_replay
 from sim.traces.schema import SCHEMA
 
-SAMPLES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
+SAMPLES = Path(__file__).resolve().parents[3] / "workloads" / "traces"
 KEY_RE = re.compile(r"\b[0-9a-f]{32}\b")
 T0 = 1_714_564_800_000_000_000  # 2024-05-01T12:00:00Z
 

@@ -16,7 +16,7 @@ from sim.core.errors import CapsimError
 from sim.traces.importers import import_trace
 from sim.traces.replay import load_replay
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "workloads" / "traces"
 
 

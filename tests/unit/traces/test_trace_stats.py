@@ -13,7 +13,7 @@ from sim.core.errors import CapsimError
 from sim.traces.importers import import_trace
 from sim.traces.stats import render_stats, trace_stats
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 # Default pricing: svc_call 20, svc_pendingBlock 0, sizing item base 10 + cap x 1e-5 with

@@ -28,7 +28,7 @@ from sim.workload.demand import build_plan
 from sim.workload.load import scale_arrival, scaled_count
 
 Z = 5.0
-SEARCHER = Path(__file__).resolve().parent.parent / "workloads" / "searcher.toml"
+SEARCHER = Path(__file__).resolve().parents[3] / "workloads" / "searcher.toml"
 DURATION = 3600.0
 
 POISSON_LIKE = [

@@ -29,7 +29,7 @@ from sim.config.resolved import load
 from sim.config.tiers import find_tier
 from sim.live.drive import DriveOptions, run_drive
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "workloads" / "live-agreement.toml"
 TIME_SCALE = 1.2
 BOUNDARY_WALL_S = 0.005  # "a few milliseconds" of wall time, scaled to service time

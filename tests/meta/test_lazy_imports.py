@@ -23,7 +23,7 @@ from sim.cli.main import LAZY_COMMANDS, main
 from sim.traces.importers import FORMATS
 from sim.traces.schema import DEFAULT_CHUNK_ROWS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 DEFAULT = ROOT / "sim" / "data" / "default.toml"
 HEAVY = ("pandas", "pyarrow", "matplotlib", "simpy", "scipy")

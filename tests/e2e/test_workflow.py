@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "capacity.yml"
+WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "capacity.yml"
 
 TOP = {"name", "run-name", "on", "permissions", "env", "defaults", "concurrency", "jobs"}
 EVENTS = {"push", "pull_request", "pull_request_target", "workflow_dispatch", "schedule",
