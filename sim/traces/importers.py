@@ -27,6 +27,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,9 +217,17 @@ def _import(path: str, out: str, fmt: str, on_invalid: str, region: str | None,
         notes = ColumnNotes()
         with TraceWriter(out, chunk_rows) as writer:
             try:
-                for table in _chunks(fmt, path, problems, chunk_rows, registry, region, notes,
-                                     host_map):
-                    writer.write(table)
+                # each chunk is written in a thread while the next is read and checked
+                # (Parquet encoding lets go of the GIL); one write at a time, in order
+                with ThreadPoolExecutor(1) as pool:
+                    pending = None
+                    for table in _chunks(fmt, path, problems, chunk_rows, registry, region,
+                                         notes, host_map):
+                        if pending is not None:
+                            pending.result()
+                        pending = pool.submit(writer.write, table)
+                    if pending is not None:
+                        pending.result()
                 if writer.rows + writer.buffered == 0 and not allow_empty:
                     raise CapsimError(_nothing_kept(path, fmt, problems,
                                                     _safe_hosts(problems, registry)), file=path)
