@@ -155,37 +155,55 @@ def read_csv(path: str, file: str, problems: Problems, chunk_rows: int,
         labels = {role: src for role, src in mapping.items()}
         sample = fh.read(MIN_BLOCK)
         block_size = _block_size(sample, min(chunk_rows, READ_ROWS))
-        carry, line_no, eof = sample, 2, False
-        while not eof or carry:
-            parts = [carry]
-            size = len(carry)
-            while not eof and (size < block_size or b"\n" not in parts[-1]):
-                more = fh.read(block_size)
-                eof = not more
-                parts.append(more)
-                size += len(more)
-            data = b"".join(parts) if len(parts) > 1 else parts[0]
-            del parts
-            cut = data.rfind(b"\n") + 1 if not eof else len(data)
-            if cut == 0:
-                cut = len(data)
-            view = memoryview(data)
-            block, carry = view[:cut], bytes(view[cut:])
-            if not len(block):
-                break
-            n_lines = data.count(b"\n", 0, cut) + (0 if data[cut - 1:cut] == b"\n" else 1)
-            table = _fast_parse(block, names, wanted)
-            if table is not None and table.num_rows == n_lines:
-                raw = {role_of[c]: table.column(c).combine_chunks() for c in wanted}
-                del table
-                lines = np.arange(line_no, line_no + n_lines, dtype=np.int64)
-            else:
-                cols, line_list = _slow_parse(bytes(block), names, wanted, line_no, problems)
-                raw = {role_of[c]: pa.array(v, pa.string()) for c, v in cols.items()}
-                lines = np.asarray(line_list, dtype=np.int64)
-            line_no += n_lines
-            del block, view, data
-            yield RawChunk(raw, labels, lines, blank_rows_ignored=True)
+        blocks = _csv_blocks(fh, sample, block_size)
+        with ThreadPoolExecutor(1) as pool:  # Arrow parses the next block meanwhile
+            def ahead():
+                for block, line_no, n_lines in itertools.islice(blocks, 1):
+                    return block, line_no, n_lines, pool.submit(_fast_parse, block, names,
+                                                                wanted)
+                return None
+
+            nxt = ahead()
+            while nxt is not None:
+                block, line_no, n_lines, parsed = nxt
+                nxt = ahead()
+                table = parsed.result()
+                if table is not None and table.num_rows == n_lines:
+                    raw = {role_of[c]: table.column(c).combine_chunks() for c in wanted}
+                    del table
+                    lines = np.arange(line_no, line_no + n_lines, dtype=np.int64)
+                else:
+                    cols, line_list = _slow_parse(block, names, wanted, line_no, problems)
+                    raw = {role_of[c]: pa.array(v, pa.string()) for c, v in cols.items()}
+                    lines = np.asarray(line_list, dtype=np.int64)
+                del block
+                yield RawChunk(raw, labels, lines, blank_rows_ignored=True)
+
+
+def _csv_blocks(fh, sample: bytes, block_size: int) -> Iterator[tuple[bytes, int, int]]:
+    """``(whole lines, number of the first, how many)`` after the header, about
+    ``block_size`` bytes at a time; the last line may lack its line end."""
+    carry, line_no, eof = sample, 2, False
+    while not eof or carry:
+        parts = [carry]
+        size = len(carry)
+        while not eof and (size < block_size or b"\n" not in parts[-1]):
+            more = fh.read(block_size)
+            eof = not more
+            parts.append(more)
+            size += len(more)
+        data = b"".join(parts) if len(parts) > 1 else parts[0]
+        del parts
+        cut = data.rfind(b"\n") + 1 if not eof else len(data)
+        if cut == 0:
+            cut = len(data)
+        block, carry = data[:cut], data[cut:]
+        if not block:
+            break
+        n_lines = data.count(b"\n", 0, cut) + (0 if data[cut - 1:cut] == b"\n" else 1)
+        del data
+        yield block, line_no, n_lines
+        line_no += n_lines
 
 
 # -- JSONL -------------------------------------------------------------------------------
