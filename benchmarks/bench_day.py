@@ -27,6 +27,7 @@ import threading
 import time
 
 from peak_child import CHILD, parse_peak
+from results import add_json_option, write
 
 
 def _children() -> dict[int, list[int]]:
@@ -71,6 +72,7 @@ def main() -> None:
     parser.add_argument("--duration", default="24h")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--records", default="attempts")
+    add_json_option(parser, "day")
     args = parser.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,6 +117,14 @@ def main() -> None:
     print(f"peak RSS parent {me / 2**20:7.1f} MiB, largest worker {kids / 2**20:7.1f} MiB")
     if parquet:
         print(f"requests.parquet {parquet / 2**20:,.1f} MiB, {parquet / attempts:.1f} B/attempt")
+    write(args.json, "day", {
+        "duration": args.duration, "jobs": args.jobs, "records": args.records,
+        "tiers": len(summary["tiers"]), "attempts": attempts, "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1), "peak_rss_all_gib": round(peak[0] / 2**30, 3),
+        "peak_rss_parent_mib": round(me / 2**20, 1),
+        "peak_rss_largest_worker_mib": round(kids / 2**20, 1),
+        "requests_parquet_bytes_per_attempt": round(parquet / attempts, 2) if parquet else None,
+    }, load_before=round(load_before[0], 2))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ import time
 from functools import partial
 from pathlib import Path
 
+from results import add_json_option
+from results import write as write_results
+
 from sim.config.resolved import load
 from sim.model import sinks
 from sim.model.engine import TierRun
@@ -44,6 +47,7 @@ def _simulate(plan, tier, spool):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", default="2h")
+    add_json_option(parser, "day_phases")
     args = parser.parse_args()
     spool_cpu = [0.0]
     write, close = sinks.ParquetSink.write, sinks.ParquetSink.close
@@ -87,7 +91,7 @@ def main() -> None:
             w = RequestsWriter(Path(tmp) / "requests.parquet", plan, names)
             for i, r in enumerate(results):
                 w.add_tier(i, r)
-            return w.close(results[0])
+            return w.close()
 
         rows = phase("requests.parquet", requests)
         png = phase("plots", lambda: plots.write_all(
@@ -106,6 +110,11 @@ def main() -> None:
             print(f"    {'of which spool writing':46s} {spool_cpu[0]:8.2f} s")
     print(f"  {'total':48s} {total:8.2f} s")
     print("per tier (simulation):", ", ".join(f"{k} {v:.1f} s" for k, v in per_tier.items()))
+    write_results(args.json, "day_phases", {
+        "duration": args.duration, "tiers": len(results), "attempts": rows,
+        "phases_cpu_s": {k: round(v, 2) for k, v in cpu.items()},
+        "spool_writing_cpu_s": round(spool_cpu[0], 2), "total_cpu_s": round(total, 2),
+    })
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from heapq import heappush
 
 import numpy as np
 import simpy
+from results import add_json_option, write
 from simpy.events import NORMAL, Event
 
 from sim.config.resolved import load
@@ -199,6 +200,7 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true",
                         help="also the least work per attempt, piece by piece, and the "
                              "ratio it leaves the model at best")
+    add_json_option(parser, "engine")
     args = parser.parse_args()
     plans = {}
     for streams in (True, False):
@@ -231,6 +233,18 @@ def main() -> None:
           " / attempt)")
     print("per repeat (ratio on / off / floor): " + "; ".join(
         f"{r[4]:.2f} / {r[5]:.2f} / {r[6]:.2f}" for r in rows))
+    figures = {
+        "scenario": loaded.scenario.name, "duration_s": args.duration, "tiers": len(tiers),
+        "repeat": args.repeat,
+        "bare_requests_per_cpu_s": round(bare), "floor_requests_per_cpu_s": round(floor),
+        "model_streams_on_attempts_per_cpu_s": round(on),
+        "model_no_streams_attempts_per_cpu_s": round(off),
+        "ratio_streams_on": round(r_on, 3), "ratio_no_streams": round(r_off, 3),
+        "ratio_floor": round(r_floor, 3),
+        "events_per_attempt_streams_on": round(ev_on / n_on, 3),
+        "events_per_attempt_no_streams": round(ev_off / n_off, 3),
+        "attempts_streams_on": n_on, "attempts_no_streams": n_off,
+    }
     if args.breakdown:
         pieces = {name: statistics.median(b[name] for b in breakdowns)
                   for name in breakdowns[0]}
@@ -245,6 +259,14 @@ def main() -> None:
         print(f"best ratio a model doing only this could reach: {1e6 / least / bare:.2f}"
               f"   (the model: {1e6 / off:.2f} us / attempt without streams, "
               f"{1e6 / on:.2f} with)")
+        figures["least_work_us"] = {"3 SimPy events (the floor)": round(events_us, 3),
+                                    **{k: round(v, 3) for k, v in pieces.items()},
+                                    "sum": round(least, 3)}
+        figures["us_per_request_bare"] = round(1e6 / bare, 3)
+        figures["us_per_attempt_no_streams"] = round(1e6 / off, 3)
+        figures["us_per_attempt_streams_on"] = round(1e6 / on, 3)
+        figures["best_ratio"] = round(1e6 / least / bare, 3)
+    write(args.json, "engine", figures, load_before=round(load_before[0], 2))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from results import add_json_option, write
+
 CHILD = r'''
 import sys
 from sim.model.engine import TierRun
@@ -54,6 +56,7 @@ def main() -> None:
     parser.add_argument("--tiers", type=int, default=3)
     parser.add_argument("--duration", default="300")
     parser.add_argument("--streams", choices=("on", "off"), default="off")
+    add_json_option(parser, "instructions")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -63,6 +66,10 @@ def main() -> None:
     print(f"default scenario, {args.tiers} tier(s) x {args.duration} s, streams "
           f"{args.streams}: {(total - setup) / 1e6:,.0f} M instructions in the runs "
           f"({total / 1e6:,.0f} M in all, {setup / 1e6:,.0f} M building them)")
+    write(args.json, "instructions", {"tiers": args.tiers, "duration_s": float(args.duration),
+                                      "streams": args.streams,
+                                      "instructions_runs": total - setup,
+                                      "instructions_setup": setup})
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from results import add_json_option, write
 
 SCENARIO = """name = "memory"
 duration = {duration}
@@ -61,20 +62,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="200,800")
     parser.add_argument("--duration", type=float, default=1000.0)
+    add_json_option(parser, "memory")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
-    rows, rss = [], []
+    rows, rss, points = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for tiers in TIER_SETS:
             for rate in rates:
                 bytes_, n = peak(rate, args.duration, tiers, Path(tmp))
                 print(f"tiers={len(tiers)} requests={n:>9,} peak RSS={bytes_ / 2**20:8.1f} MiB")
                 rows.append((1.0, n, n * len(tiers)))
+                points.append({"tiers": len(tiers), "requests": n,
+                               "peak_rss_mib": round(bytes_ / 2**20, 1)})
                 rss.append(bytes_)
     (base, per_request, per_attempt), *_ = np.linalg.lstsq(np.array(rows), np.array(rss),
                                                            rcond=None)
     print(f"base {base / 2**20:.0f} MiB, {per_request:.0f} bytes per request (once), "
           f"{per_attempt:.0f} bytes per attempt per tier")
+    write(args.json, "memory", {"duration_s": args.duration, "points": points,
+                                "base_mib": round(base / 2**20, 1),
+                                "bytes_per_request": round(per_request),
+                                "bytes_per_attempt_per_tier": round(per_attempt)})
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import tempfile
 import time
 
 from peak_child import CHILD, parse_peak
+from results import add_json_option, write
 
 
 def measure(duration: str, tiers: list[str], records: str, jobs: int, out: str):
@@ -43,7 +44,10 @@ def main() -> None:
     parser.add_argument("--all-tiers", action="store_true")
     parser.add_argument("--records", default="attempts")
     parser.add_argument("--jobs", type=int, default=1)
+    add_json_option(parser, "memory_runlength")
     args = parser.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
+    points = []
     tiers = [] if args.all_tiers else (args.tier or ["All 3 APIs"])
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; tiers: "
           f"{', '.join(tiers) or 'all'}; --records {args.records} --jobs {args.jobs}")
@@ -55,6 +59,13 @@ def main() -> None:
             first = first or peak
             print(f"{d:>5}: wall {wall:7.1f} s  peak RSS parent {me / 2**20:7.1f} MiB, "
                   f"largest worker {kids / 2**20:7.1f} MiB  ratio to {base} {peak / first:5.2f}")
+            points.append({"duration": d, "wall_s": round(wall, 1),
+                           "peak_rss_parent_mib": round(me / 2**20, 1),
+                           "peak_rss_largest_worker_mib": round(kids / 2**20, 1),
+                           "ratio_to_first": round(peak / first, 3)})
+    write(args.json, "memory_runlength", {"tiers": tiers or "all", "records": args.records,
+                                          "jobs": args.jobs, "points": points},
+          load_before=load_before)
 
 
 if __name__ == "__main__":

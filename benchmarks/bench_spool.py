@@ -19,6 +19,8 @@ import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from results import add_json_option
+from results import write as write_results
 
 from sim.config.resolved import load
 from sim.config.tiers import find_tier
@@ -58,13 +60,16 @@ def main() -> None:
     parser.add_argument("--duration", default="3600")
     parser.add_argument("--tier", default="All 3 APIs")
     parser.add_argument("--repeat", type=int, default=3)
+    add_json_option(parser, "spool")
     args = parser.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     loaded = load(None, [f"duration={args.duration}"])
     result = TierRun(build_plan(loaded), find_tier(args.tier)).run()
     chunks = list(result.attempt_sink.chunks())
     rows = sum(len(c["outcome"]) for c in chunks)
     print(f"default scenario, tier {args.tier!r}, duration {args.duration}: {rows:,} attempt "
           f"rows in {len(chunks)} chunks; medians of {args.repeat} (CPU s)")
+    settings = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, options in SETTINGS.items():
             path = os.path.join(tmp, "spool.parquet")
@@ -74,6 +79,12 @@ def main() -> None:
             mark = "  <- SPOOL_OPTIONS" if options == SPOOL_OPTIONS else ""
             print(f"{name:28s} write {w:6.3f} s  read {r:6.3f} s  "
                   f"{size / rows:5.1f} B/row{mark}")
+            settings[name] = {"write_cpu_s": round(w, 4), "read_cpu_s": round(r, 4),
+                              "bytes_per_row": round(size / rows, 2),
+                              "spool_options": options == SPOOL_OPTIONS}
+    write_results(args.json, "spool", {"tier": args.tier, "duration_s": float(args.duration),
+                               "rows": rows, "repeat": args.repeat, "settings": settings},
+          load_before=load_before)
 
 
 if __name__ == "__main__":

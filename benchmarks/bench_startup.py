@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from results import add_json_option, write
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = sorted((ROOT / "workloads").glob("*.toml"))
 DEFAULT = ROOT / "sim" / "data" / "default.toml"
@@ -137,7 +139,10 @@ def main() -> None:
     parser.add_argument("--against", type=Path, metavar="DIR",
                         help="Another checkout to run every command in too (its sim first "
                              "on PYTHONPATH), alternating with this one.")
+    add_json_option(parser, "startup")
     args = parser.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
+    commands: dict[str, dict[str, float | None]] = {}
     env = dict(os.environ)
     if not args.keep_env:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -167,12 +172,19 @@ def main() -> None:
             if name.startswith('python -c "import pydantic'):
                 pydantic[t] = wall
             ratio = f"{wall / pydantic[t]:9.1f}x" if t in pydantic else f"{'':>10}"
+            if t == "this tree":
+                commands[name] = {
+                    "wall_ms": round(wall * 1000, 1), "cpu_ms": round(cpu * 1000, 1),
+                    "ratio_to_python": round(wall / floor[t], 3),
+                    "ratio_to_pydantic": round(wall / pydantic[t], 3) if t in pydantic else None}
             cells.append(f"{wall * 1000:5.0f} ms {cpu * 1000:5.0f} ms "
                          f"{wall / floor[t]:6.1f}x {ratio}")
         print(f"{name:<38} " + "   ".join(cells))
     stages(args.repeat, trees["this tree"][0])
     in_process(args.repeat)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    write(args.json, "startup", {"repeat": args.repeat, "commands": commands},
+          load_before=load_before)
 
 
 if __name__ == "__main__":

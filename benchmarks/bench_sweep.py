@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import add_json_option, write
+
 from sim.jobs.executors import DaskExecutor, LocalPoolExecutor, SequentialExecutor
 from sim.jobs.sweep import run_sweep
 from sim.jobs.sweep_plan import plan_sweep
@@ -39,7 +41,9 @@ def main() -> None:
     parser.add_argument("--scenario", default=str(ROOT / "workloads" / "searcher.toml"))
     parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--duration", type=float, default=600.0)
+    add_json_option(parser, "sweep")
     args = parser.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     plan = plan_sweep(args.scenario, replications=args.runs, variants=False,
                       overrides=[f"duration={args.duration:g}"])
     print(f"scenario {args.scenario}, {len(plan.runs)} runs x {len(plan.tiers)} tiers, "
@@ -52,6 +56,13 @@ def main() -> None:
     with DaskExecutor(local_workers=2) as dask:
         dsk = timed(plan, dask)
     print(f"Dask LocalCluster(2): {dsk:7.1f} runs/min   x{dsk / one:.2f}")
+    write(args.json, "sweep", {
+        "scenario": Path(args.scenario).name, "runs": len(plan.runs),
+        "tiers": len(plan.tiers), "duration_s": args.duration,
+        "runs_per_min_1_process": round(one, 2), "runs_per_min_pool_2": round(two, 2),
+        "runs_per_min_dask_local_2": round(dsk, 2),
+        "ratio_pool_2": round(two / one, 3), "ratio_dask_local_2": round(dsk / one, 3),
+    }, load_before=load_before)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import add_json_option, write
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -180,6 +182,7 @@ def main() -> None:
     ap.add_argument("--chunk-rows", type=int, default=500_000)
     ap.add_argument("--keep", action="store_true", help="keep the temp folder")
     ap.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
+    add_json_option(ap, "trace_import")
     args = ap.parse_args()
     if args.phase:
         name, *rest = args.phase
@@ -216,6 +219,17 @@ def main() -> None:
               f"output {out_size / 2**20:,.0f} MiB Parquet ({imp['rows']:,} rows, "
               f"{imp['distinct_keys']} keys, {imp['skipped']} skipped); replay kept "
               f"{rep['rows']:,} rows, dropped {rep['dropped_retries']:,} recorded retries")
+        phases = {name: {"seconds": round(r["seconds"], 2), "rows": r["rows"],
+                         "peak_rss_mib": round(r["rss_mib"], 1)}
+                  for name, r in (("baseline", base), ("import", imp), ("replay_load", rep))}
+        write(args.json, "trace_import", {
+            "rows": args.rows, "time_format": args.time_format,
+            "input_mib": round(size / 2**20, 1), "output_mib": round(out_size / 2**20, 1),
+            "phases": phases,
+            "ratio_import_to_baseline": round(imp["seconds"] / base["seconds"], 3),
+            "replay_bytes_per_row": round((rep["rss_mib"] - base["idle_rss_mib"]) * 2**20
+                                          / max(rep["rows"], 1)),
+        })
     finally:
         if args.keep:
             print(f"kept {tmp}")

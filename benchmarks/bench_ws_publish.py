@@ -13,26 +13,15 @@ a shared machine.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
-import simpy
+from results import add_json_option, write
 
 from sim.config.resolved import load
 from sim.model import engine
 from sim.workload.demand import build_plan
-
-
-class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that counts the events it schedules."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.scheduled = 0
-
-    def schedule(self, event, priority=1, delay=0):
-        self.scheduled += 1
-        super().schedule(event, priority, delay)
 
 
 def measure(scenario: str | None, overrides: list[str], repeat: int) -> tuple[int, int, float]:
@@ -47,7 +36,7 @@ def measure(scenario: str | None, overrides: list[str], repeat: int) -> tuple[in
             start = time.process_time()
             result = run.run()
             cpu += time.process_time() - start
-            events += run.env.scheduled
+            events += next(run.env._eid)  # ids drawn = events scheduled (pushes included)
             attempts += len(result.attempt_sink.read(["outcome"])["outcome"])
         cpus.append(cpu)
     return events, attempts, statistics.median(cpus)
@@ -58,8 +47,9 @@ def main() -> None:
     parser.add_argument("--scenario", default=None)
     parser.add_argument("--duration", type=float, default=3600.0)
     parser.add_argument("--repeat", type=int, default=3)
+    add_json_option(parser, "ws_publish")
     args = parser.parse_args()
-    engine.simpy.Environment = CountingEnvironment  # the engine builds its env from here
+    load_before = round(os.getloadavg()[0], 2)
     base = [f"duration={args.duration}"]
     on = measure(args.scenario, base, args.repeat)
     off = measure(args.scenario, [*base, "streams=[]"], args.repeat)
@@ -70,6 +60,16 @@ def main() -> None:
     print(f"{'streams off':14}{off[0]:14,}{off[1]:12,}{off[2]:9.2f}")
     print(f"{'websockets':14}{on[0] - off[0]:14,}{on[1] - off[1]:12,}{on[2] - off[2]:9.2f}"
           f"  ({(on[2] - off[2]) / on[2]:.1%} of the CPU)")
+    write(args.json, "ws_publish", {
+        "scenario": args.scenario or "default", "duration_s": args.duration,
+        "repeat": args.repeat,
+        "events_streams_on": on[0], "attempts_streams_on": on[1],
+        "cpu_s_streams_on": round(on[2], 3),
+        "events_streams_off": off[0], "attempts_streams_off": off[1],
+        "cpu_s_streams_off": round(off[2], 3),
+        "events_websockets": on[0] - off[0],
+        "cpu_share_websockets": round((on[2] - off[2]) / on[2], 4),
+    }, load_before=load_before)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # Helpers shared by tests in several folders (scenario builders, crafted traces, the
 # reference calibration service, the emulator fixture) import by their module name.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-SPEC = ROOT.parent / "shared" / "spec" / "service-interface.md"
 _CONFIG_HOME: str | None = None
 
 
@@ -29,13 +28,6 @@ def pytest_configure(config) -> None:
 def pytest_unconfigure(config) -> None:
     if _CONFIG_HOME:
         shutil.rmtree(_CONFIG_HOME, ignore_errors=True)
-
-
-@pytest.fixture
-def spec_text() -> str:
-    if not SPEC.exists():
-        pytest.skip(f"spec not found beside the repo: {SPEC}")
-    return SPEC.read_text(encoding="utf-8")
 
 
 _SLOW_FOLDERS = ("validation", "e2e")

@@ -2,15 +2,21 @@
 
 Steps, each reported: (1) agreement *before*, with the given pricing and windows;
 (2) throttles no price can explain (a throttle with no admitted billed request in the
-12 s before it: the window was empty under every phase) are set aside and reported;
-(3) the exact least-squares fit where the trace records ``cu`` (:mod:`.exact`);
-(4) the window phase from Retry-After (:mod:`.phase`), sharpened by the decisions;
-(5) the remaining prices searched on the decisions (:mod:`.search`), each as the
-interval of values that reach the best agreement; (6) agreement *after*.
+12 s before it: the window was empty under every phase) are set aside and named;
+(3) the exact least-squares fit where the trace records ``cu`` (:mod:`.exact`): what the
+bill identifies, held to its standard errors in what follows;
+(4) the arc of window phases Retry-After allows (:mod:`.phase`);
+(5) the set of prices, window phases and refund rules consistent with every recorded
+decision, jointly, by linear programming (:mod:`.identify`): each price's interval is
+its projection, the phase an interval, the refund rule ``origin-window``,
+``current-window`` or both; when no set fits every decision, the fewest decisions are
+left out and named (:class:`DroppedRow`); the point estimate is the set's Chebyshev
+centre; (6) agreement *after*, replaying at that point.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 
@@ -21,16 +27,17 @@ from ..config.pricing import Pricing
 from ..config.scenario import LimiterSettings
 from ..config.tiers import Tier
 from ..core.vocabulary import WINDOW_S
-from .costs import CostModel, build_cost_model
+from .costs import CAP_PREFIX, PER_GAS, CostModel, build_cost_model
 from .exact import ExactFit, fit_exact
+from .identify import RULES, Events, Identified, Scaled, build_events, identify
 from .phase import PhaseEstimate, phase_from_retry_after
 from .recorded import Recorded, load_recorded
 from .replay import Account, Prediction, costs_of, predict_recorded, replay
-from .search import Interval, best_interval
+from .search import Interval
 
 FITS = ("phase", "cu", "decisions")
-"""What ``--fit`` may name: the window phase, the exact fit on billed CU, the search on
-decisions."""
+"""What ``--fit`` may name: the window phase and refund rule, the exact fit on billed CU,
+the joint identification on decisions."""
 
 CONTRADICTION = "throttled with no admitted billed request in the 12 s before it"
 
@@ -43,6 +50,7 @@ class PriceFit:
     before: float
     value: float
     how: str            # "exact", "decisions", "bounded", "not identified", "given"
+    # low/high: the price's projection of the identified set (None: unbounded that side)
     low: float | None = None
     high: float | None = None
     std_error: float | None = None
@@ -50,6 +58,28 @@ class PriceFit:
     def to_dict(self) -> dict:
         """JSON-ready fields."""
         return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class GasCap:
+    """A profile's gas cap (cap CU / CU per gas) and its exact interval over the set."""
+
+    profile: str
+    value: float
+    low: float
+    high: float | None
+
+
+@dataclass(frozen=True)
+class DroppedRow:
+    """A decision left out of the fit: the trace's row number, time, method, recorded
+    outcome and why."""
+
+    row: int
+    t_s: float
+    method: str
+    observed: str
+    why: str
 
 
 @dataclass
@@ -71,6 +101,17 @@ class Calibration:
     throttles_observed: int
     verdict: str
     notes: list[str] = field(default_factory=list)
+    rules_fit: tuple[str, ...] = ()
+    dropped: list[DroppedRow] = field(default_factory=list)
+    gas_caps: dict[str, GasCap] = field(default_factory=dict)
+    lp_candidates: int = 0
+
+    @property
+    def refund_rule(self) -> str:
+        """``origin-window``, ``current-window``, ``both fit`` or ``not identified``."""
+        if len(self.rules_fit) == 2:
+            return "both fit"
+        return self.rules_fit[0] if self.rules_fit else "not identified"
 
     def pricing_table(self) -> dict:
         """The fitted ``[pricing]`` table (only prices the trace touched)."""
@@ -93,18 +134,49 @@ def _contradicting(rec: Recorded, model: CostModel) -> np.ndarray:
     return out
 
 
-def _search_range(model: CostModel, j: int, budget: float) -> np.ndarray:
-    coeff = max(np.abs(model.R[:, j]).max(), np.abs(model.S[:, j]).max(), 1e-300)
-    hi = budget / coeff
-    return np.concatenate([[0.0], np.geomspace(hi * 1e-4, hi, 48)])
+def _price_bounds(model: CostModel, exact: ExactFit | None) -> tuple[np.ndarray,
+                                                                       np.ndarray]:
+    """Prices are >= 0; one the bill identifies (:mod:`.exact`) is held within 4 standard
+    errors (at least 1e-6 of its value) of its least-squares value."""
+    k = len(model.names)
+    lo, hi = np.zeros(k), np.full(k, np.inf)
+    if exact is not None:
+        for name, v in exact.values.items():
+            j = model.index(name)
+            tol = max(4.0 * exact.std_errors.get(name, 0.0), 1e-6 * abs(v), 1e-12)
+            lo[j], hi[j] = max(0.0, v - tol), v + tol
+    return lo, hi
+
+
+def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray, flip: np.ndarray
+                  ) -> list[DroppedRow]:
+    out = []
+    flip_set = set(flip.tolist())
+    for d in np.sort(drop):
+        i = int(ev.dec[d])
+        if d not in flip_set:
+            why = ("in a 12-s window no price fits together with the rest; the window's "
+                   "decisions are left out whole")
+        elif rec.observed[i] == "ok":
+            why = ("recorded admitted, but its window already held too much for it at "
+                   "every price that fits the rest: read as throttled (mislabelled)")
+        else:
+            why = ("recorded throttled, but its window had room for it at every price "
+                   "that fits the rest: read as admitted (mislabelled)")
+        out.append(DroppedRow(int(rec.order[i]), float(rec.t_s[i]), str(rec.method[i]),
+                              str(rec.observed[i]), why))
+    return out
 
 
 def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pricing, *,
               limiter_settings: LimiterSettings | None = None,
               fit: tuple[str, ...] = FITS) -> Calibration:
-    """Calibrate ``pricing`` and the window phase on ``trace`` for ``tier`` (module doc)."""
+    """Calibrate ``pricing``, the window phase and the refund rule on ``trace`` for
+    ``tier`` (module doc)."""
     settings = limiter_settings or LimiterSettings()
     rec = load_recorded(trace)
+    if "cu" not in fit:  # decisions alone: the bill is not read, not even as settlements
+        rec = replace(rec, cu=np.full(len(rec), np.nan))
     model = build_cost_model(rec, pricing)
     theta0 = model.theta_of(pricing)
     account = Account.of(tier, pricing)
@@ -113,6 +185,8 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
 
     bad = _contradicting(rec, model)
     thr_total = int(((rec.observed == "throttled") & rec.compared).sum())
+    contradicting = [DroppedRow(int(rec.order[i]), float(rec.t_s[i]), str(rec.method[i]),
+                                "throttled", CONTRADICTION) for i in np.flatnonzero(bad)]
     if bad.any():
         unusable = rec.unusable.copy()
         unusable[bad] = CONTRADICTION
@@ -125,134 +199,114 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
                      "them, so no price was fitted to them")
 
     theta = theta0.copy()
-    how = {name: "given" for name in model.names}
-    errors: dict[str, float] = {}
     exact = fit_exact(rec, model) if "cu" in fit else None
-    if exact is not None:
-        for name, v in exact.values.items():
-            theta[model.index(name)] = v
-            how[name] = "exact"
-            errors[name] = exact.std_errors[name]
-
     phase = phase_from_retry_after(rec) if "phase" in fit else None
-    if phase is not None:
-        settings = LimiterSettings(kind=settings.kind, refund_to=settings.refund_to,
-                                   alignment="utc", phase_s=phase.estimate)
+    lo, hi = _price_bounds(model, exact)
+    ident: Identified | None = None
+    dropped: list[DroppedRow] = []
+    budget = account.budget_cu
+    if "decisions" in fit and verdict != "contradicted" and model.names:
+        ev = build_events(rec, model)
+        scale = Scaled.of(model, budget).scale
+        per_gas = model.names.index(PER_GAS) if PER_GAS in model.names else None
+        ratios = tuple((j, per_gas) for j, nm in enumerate(model.names)
+                       if nm.startswith(CAP_PREFIX) and per_gas is not None)
+        fit_phase = "phase" in fit and thr_total > 0
+        fixed = None
+        if not fit_phase:
+            fixed = (settings.phase_s if settings.alignment == "utc"
+                     else rec.utc_day_offset_s % WINDOW_S)
+        rules = RULES if fit_phase else (settings.refund_to,)
+        arc = None if phase is None else (phase.low - 0.05, phase.high + 0.05)
 
-    intervals: dict[str, Interval] = {}
-    searchable = [j for j, nm in enumerate(model.names) if how[nm] != "exact"]
-    mask = rec.compared
-    observed = rec.observed
+        def predict(th: np.ndarray, ph: float, rule: str) -> np.ndarray:
+            st = LimiterSettings(kind=settings.kind, refund_to=rule, alignment="utc",
+                                 phase_s=ph % WINDOW_S)
+            return replay(rec, *costs_of(rec, model, th), account, st)
 
-    forced = [True]
-
-    def agreement(th: np.ndarray, st: LimiterSettings) -> int:
-        reserve, settle = costs_of(rec, model, th)
-        pred = replay(rec, reserve, settle, account, st, forced=forced[0])
-        ok = mask & (pred != "")
-        return int((pred[ok] == observed[ok]).sum())
-
-    run_decisions = "decisions" in fit and verdict != "contradicted" and searchable
-    phase_iv: Interval | None = None
-    if run_decisions:
-        for _round in range(8):
-            start = theta.copy()
-            for j in searchable:
-                grid = _search_range(model, j, account.budget_cu)
-                if _round and theta[j] > 0:  # later rounds look near the last value
-                    grid = np.geomspace(theta[j] / 1.5, theta[j] * 1.5, 33)
-
-                def score(v: float, j=j, st=settings) -> int:
-                    th = theta.copy()
-                    th[j] = v
-                    return agreement(th, st)
-
-                iv = best_interval(score, grid, prefer=theta[j] if theta[j] == theta[j]
-                                   else None, bisect_steps=10)
-                if _round and (iv.at_low or iv.at_high):
-                    iv = best_interval(score, _search_range(model, j, account.budget_cu),
-                                       prefer=theta[j], bisect_steps=10)
-                intervals[model.names[j]] = iv
-                theta[j] = iv.mid
-            if "phase" in fit and thr_total:
-                phase_iv = _phase_search(agreement, theta, settings, phase,
-                                         local=phase_iv is not None)
-                settings = LimiterSettings(kind=settings.kind, refund_to=settings.refund_to,
-                                           alignment="utc", phase_s=phase_iv.mid % WINDOW_S)
-            if np.allclose(start, theta, rtol=1e-3, equal_nan=True):
-                break
-        # Polish on the free-running replay (what "agreement after" measures), near the
-        # values the recorded-history score found.
-        forced[0] = False
-        for j in searchable:
-            if not theta[j] > 0 or intervals[model.names[j]].at_low:
-                continue
-
-            def free(v: float, j=j, st=settings) -> int:
-                th = theta.copy()
-                th[j] = v
-                return agreement(th, st)
-
-            iv = best_interval(free, np.linspace(theta[j] / 1.08, theta[j] * 1.08, 17),
-                               prefer=theta[j], bisect_steps=6)
-            if not (iv.at_low or iv.at_high):
-                intervals[model.names[j]] = iv
-                theta[j] = iv.mid
-    elif "phase" in fit and thr_total and verdict != "contradicted":
-        phase_iv = _phase_search(agreement, theta, settings, phase)
-        settings = LimiterSettings(kind=settings.kind, refund_to=settings.refund_to,
-                                   alignment="utc", phase_s=phase_iv.mid % WINDOW_S)
-
-    prices = []
-    for j, name in enumerate(model.names):
-        iv = intervals.get(name)
-        if how[name] == "exact":
-            prices.append(PriceFit(name, float(theta0[j]), float(theta[j]), "exact",
-                                   std_error=errors[name]))
-        elif iv is None:
-            prices.append(PriceFit(name, float(theta0[j]), float(theta[j]), "given"))
-        elif iv.at_low and iv.at_high:
-            theta[j] = theta0[j]
-            prices.append(PriceFit(name, float(theta0[j]), float(theta0[j]), "not identified",
-                                   iv.low, iv.high))
-        elif iv.at_low or iv.at_high:
-            # only bounded: keep the given price if it lies inside, else the bound
-            keep = float(np.clip(theta0[j], iv.low, iv.high)) if theta0[j] == theta0[j] \
-                else iv.mid
-            theta[j] = keep
-            prices.append(PriceFit(name, float(theta0[j]), keep, "bounded",
-                                   None if iv.at_low else iv.low,
-                                   None if iv.at_high else iv.high))
+        kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0,
+                  predict=predict)
+        ident = identify(ev, budget, scale, lo, hi, **kw)
+        if ident is None and exact is not None:
+            notes.append("no price fits the decisions with the bill's least-squares prices "
+                         "held to their standard errors; they were set free")
+            lo, hi = _price_bounds(model, None)
+            ident = identify(ev, budget, scale, lo, hi, **kw)
+        if ident is None:
+            verdict = "inconsistent"
+            notes.append("no window phase, refund rule and prices fit the decisions, even "
+                         "leaving some out; the given prices are kept")
         else:
-            prices.append(PriceFit(name, float(theta0[j]), float(theta[j]), "decisions",
-                                   iv.low, iv.high))
-    if verdict != "contradicted" and prices and all(
+            dropped = _dropped_rows(rec, ev, ident.dropped, ident.flipped)
+            notes += ident.notes
+            if fit_phase:
+                settings = LimiterSettings(kind=settings.kind, refund_to=ident.rule,
+                                           alignment="utc", phase_s=ident.phase % WINDOW_S)
+            elif settings.alignment != "utc":
+                notes.append("no throttle was observed: the window phase and refund rule "
+                             "are not identified; the given windows were kept")
+
+    prices: list[PriceFit] = []
+    errors = {} if exact is None else exact.std_errors
+    for j, name in enumerate(model.names):
+        is_exact = exact is not None and name in exact.values
+        if ident is None:
+            if is_exact:
+                theta[j] = exact.values[name]
+                prices.append(PriceFit(name, float(theta0[j]), float(theta[j]), "exact",
+                                       std_error=errors[name]))
+            else:
+                prices.append(PriceFit(name, float(theta0[j]), float(theta0[j]), "given"))
+            continue
+        low, high = float(ident.low[j]), float(ident.high[j])
+        has_low, has_high = low > 1e-12 * max(1.0, abs(high) if math.isfinite(high)
+                                                else 1.0), math.isfinite(high)
+        value = float(ident.theta[j])
+        if is_exact:
+            value, how = exact.values[name], "exact"
+        elif has_low and has_high:
+            how = "decisions"
+        elif has_low or has_high:
+            how = "bounded"
+        else:
+            how = "not identified"
+        theta[j] = value
+        prices.append(PriceFit(name, float(theta0[j]), value, how,
+                               low if has_low or is_exact else None,
+                               high if has_high else None, errors.get(name)))
+    if ident is not None:
+        # a price the data do not pin down keeps its given value where the decisions
+        # still all hold with it (else the centre's value stays)
+        loose = [j for j, p in enumerate(prices)
+                 if p.how in ("bounded", "not identified") and theta0[j] == theta0[j]]
+        if loose:
+            trial = theta.copy()
+            trial[loose] = theta0[loose]
+            sys_ = ident.system
+            if (sys_.A @ trial <= sys_.b + 1e-9 * budget).all():
+                theta = trial
+                prices = [replace(p, value=float(theta0[j])) if j in loose else p
+                          for j, p in enumerate(prices)]
+    gas_caps: dict[str, GasCap] = {}
+    if ident is not None:
+        for (j, g), (a, b) in ident.ratio.items():
+            prof = model.names[j].removeprefix(CAP_PREFIX)
+            gas_caps[prof] = GasCap(prof, float(theta[j] / theta[g]) if theta[g] else math.nan,
+                                    float(a), None if not math.isfinite(b) else float(b))
+    if verdict == "fitted" and prices and all(
             p.how in ("bounded", "not identified", "given") for p in prices):
         verdict = "bounded" if any(p.how == "bounded" for p in prices) else "not identified"
     if not thr_total:
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
     after = predict_recorded(rec, model, theta, account, settings)
+    phase_iv = None
+    if ident is not None and "phase" in fit and thr_total:
+        phase_iv = Interval(ident.phase_low, ident.phase_high, after.agreed, False, False)
     return Calibration(tier.name, len(rec), before, after, settings, prices, model, theta,
-                       exact, phase, phase_iv, int(bad.sum()), thr_total, verdict, notes)
+                       exact, phase, phase_iv, int(bad.sum()), thr_total, verdict, notes,
+                       rules_fit=() if ident is None else ident.rules,
+                       dropped=contradicting + dropped, gas_caps=gas_caps,
+                       lp_candidates=0 if ident is None else ident.candidates_tried)
 
 
-def _phase_search(agreement, theta: np.ndarray, settings: LimiterSettings,
-                  phase: PhaseEstimate | None, local: bool = False) -> Interval:
-    """The interval of phases reaching the best agreement, within the Retry-After arc
-    when there is one (else, when ``local``, within 0.4 s of the current phase)."""
-    if phase is not None:  # the Retry-After arc bounds the search, first and last
-        lo, hi = phase.low - 0.05, phase.high + 0.05
-        grid = np.linspace(lo, hi, max(5, int((hi - lo) / 0.05) + 1))
-    elif local and settings.alignment == "utc":
-        grid = settings.phase_s + np.linspace(-0.4, 0.4, 17)
-    else:
-        grid = np.arange(0.0, WINDOW_S, 0.1)
-
-    def score(p: float) -> int:
-        st = LimiterSettings(kind=settings.kind, refund_to=settings.refund_to,
-                             alignment="utc", phase_s=p % WINDOW_S)
-        return agreement(theta, st)
-
-    prefer = settings.phase_s if settings.alignment == "utc" else None
-    return best_interval(score, grid, prefer=prefer, bisect_steps=8)

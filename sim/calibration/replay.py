@@ -40,7 +40,7 @@ from ..core.vocabulary import WINDOW_S
 from ..policy.limiter import NO_ALLOWANCE, OK, THROTTLED
 from ..policy.limiters import make_limiter
 from .costs import CostModel, build_cost_model
-from .recorded import CLASSES, KIND_WS, Recorded, load_recorded
+from .recorded import CLASSES, KIND_SIZE, KIND_WS, Recorded, load_recorded
 
 _CLASS_OF = {OK: "ok", THROTTLED: "throttled", NO_ALLOWANCE: "402"}
 
@@ -188,7 +188,7 @@ def replay(rec: Recorded, reserve: np.ndarray, settle: np.ndarray, account: Acco
 def costs_of(rec: Recorded, model: CostModel, theta: np.ndarray) -> tuple[np.ndarray,
                                                                             np.ndarray]:
     """Each row's reserved and settled CU under ``theta``; a recorded ``cu`` is what an
-    admitted request settled to."""
+    admitted sizing request settled to."""
     reserve = model.R @ theta if model.names else np.zeros(len(rec))
     settle = model.S @ theta if model.names else np.zeros(len(rec))
     # a row that touches an unknown (NaN) price cannot be replayed
@@ -199,7 +199,9 @@ def costs_of(rec: Recorded, model: CostModel, theta: np.ndarray) -> tuple[np.nda
             reserve = np.where(touched, np.nan, np.nan_to_num(model.R[:, ~unknown]
                                                               @ theta[~unknown]))
             settle = np.nan_to_num(model.S[:, ~unknown] @ theta[~unknown])
-    known = ~np.isnan(rec.cu) & (rec.observed == "ok")
+    # only a sizing request settles to other than it reserved: an RPC call or a handshake
+    # is billed its price, so a recorded cu there says what the price is, not a refund
+    known = ~np.isnan(rec.cu) & (rec.observed == "ok") & (rec.kind == KIND_SIZE)
     settle = np.where(known, rec.cu, settle)
     return reserve, settle
 

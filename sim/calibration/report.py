@@ -47,7 +47,9 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
                      "spread_s": cal.phase.spread, "observations": cal.phase.observations,
                      "consistent": cal.phase.consistent},
                  "from_decisions": None if cal.phase_interval is None else {
-                     "low_s": cal.phase_interval.low, "high_s": cal.phase_interval.high}}
+                     "low_s": cal.phase_interval.low % WINDOW_S,
+                     "high_s": cal.phase_interval.low % WINDOW_S
+                     + (cal.phase_interval.high - cal.phase_interval.low)}}
     return {
         "capsim_version": __version__,
         "trace": trace_name,
@@ -64,6 +66,10 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
         "contradictions": cal.contradictions,
         "window_phase": phase,
         "limiter": cal.settings_after.model_dump(),
+        "refund_rule": cal.refund_rule,
+        "dropped_rows": [d.__dict__ for d in cal.dropped],
+        "gas_caps": {p: {"value": _num(g.value), "low": _num(g.low), "high": _num(g.high)}
+                     for p, g in sorted(cal.gas_caps.items())},
         "prices": [{k: _num(v) if isinstance(v, float) else v for k, v in p.to_dict().items()}
                    for p in cal.prices],
         "exact_fit": None if cal.exact is None else {
@@ -84,7 +90,14 @@ def pricing_toml(cal: Calibration) -> str:
            "# report.md. Paste under your scenario (keys deep-merge over the defaults).", ""]
     if cal.settings_after.alignment == "utc":
         out += ["[limiter]", 'alignment = "utc"',
-                f"phase_s = {cal.settings_after.phase_s:.3f}", ""]
+                f"phase_s = {cal.settings_after.phase_s:.3f}"]
+        if cal.phase_interval is not None:
+            iv = cal.phase_interval
+            out.append(f"# the decisions fit phases {iv.low % WINDOW_S:.3f} to "
+                       f"{iv.low % WINDOW_S + iv.high - iv.low:.3f} s")
+        if cal.refund_rule == "both fit":
+            out.append("# both refund rules fit the decisions; origin-window written")
+        out += [f'refund_to = "{cal.settings_after.refund_to}"', ""]
     for section in ("rpc", "sizing", "websocket"):
         if section not in t:
             continue
@@ -169,6 +182,10 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
                                            " (from the decisions; no Retry-After recorded)"))
     else:
         lines.append("- window phase: not estimated; windows start at the first request")
+    if ph and ph["from_decisions"]:
+        fd = ph["from_decisions"]
+        lines.append(f"- the decisions fit window phases {fd['low_s']:.3f}-{fd['high_s']:.3f} s "
+                     f"and refunds to: **{cal.refund_rule}**")
     if cal.contradictions:
         lines.append(f"- **{cal.contradictions} throttles contradict every price**: no "
                      "admitted billed request in the 12 s before them, so the window was "
@@ -181,14 +198,30 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
                  (" ≥ " + f"{p.low:.6g}" if p.low is not None else "")
             iv = "any value " + iv.strip() + " fits"
         elif p.how == "decisions":
-            iv = f"{p.low:.6g} – {p.high:.6g} (same agreement)"
+            iv = f"{p.low:.6g} – {p.high:.6g}"
         elif p.how == "exact":
             iv = f"± {p.std_error:.2g} (std. error)"
+            if p.low is not None and p.high is not None:
+                iv += f"; decisions: {p.low:.6g} – {p.high:.6g}"
         elif p.how == "not identified":
             iv = "the data cannot identify it (every value fits)"
         else:
             iv = "not fitted"
         lines.append(f"| `{p.name}` | {p.before:.6g} | {p.value:.6g} | {p.how} | {iv} |")
+    lines += ["", "Intervals: every value each price takes over the prices, phases and refund "
+              "rules consistent with the decisions (jointly, by linear programming); the "
+              "fitted value is that set's Chebyshev centre, where every decision holds with "
+              "the widest margin."]
+    if cal.gas_caps:
+        lines += ["", "| profile | gas cap | interval |", "|---|---|---|"]
+        for g in cal.gas_caps.values():
+            hi = "∞" if g.high is None else f"{g.high:.6g}"
+            lines.append(f"| `{g.profile}` | {g.value:.6g} | {g.low:.6g} – {hi} |")
+    if cal.dropped:
+        lines += ["", f"## Decisions left out ({len(cal.dropped)})", "",
+                  "| trace row | t (s) | method | recorded | why |", "|---|---|---|---|---|"]
+        lines += [f"| {d.row} | {d.t_s:.3f} | `{d.method}` | {d.observed} | {d.why} |"
+                  for d in cal.dropped]
     if doc["exact_fit"]:
         e = doc["exact_fit"]
         lines += ["", f"Exact fit on {e['rows']:,} rows with billed CU: residual RMS "
@@ -223,4 +256,4 @@ def write_calibration(cal: Calibration, out_dir: str | Path, trace_name: str) ->
         (folder / "report.md").write_text(md, encoding="utf-8")
         (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
 
-    return write_folder(out_dir, fill)
+    return write_folder(out_dir, fill, "calibration")

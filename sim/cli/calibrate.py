@@ -39,15 +39,17 @@ def _pricing(path: str | None) -> Pricing:
               help="The account's tier (spec 8.1 name, e.g. 'All 3 APIs').")
 @click.option("--fit", "fits", multiple=True, type=click.Choice(["phase", "cu", "decisions"]),
               help="What to fit (repeatable; default all): phase = the windows' phase on the "
-                   "UTC clock; cu = exact least squares on billed CU; decisions = prices "
-                   "searched on the observed throttles, as intervals.")
+                   "UTC clock and the refund rule; cu = exact least squares on billed CU; "
+                   "decisions = the prices every recorded decision allows, jointly (linear "
+                   "programming), as intervals.")
 @click.option("--pricing", "pricing_file", type=click.Path(dir_okay=False), default=None,
               help="A TOML file of prices to start from ([pricing] keys, deep-merged over "
                    "the shipped defaults).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               default="reports/calibration", show_default=True,
               help="Folder to write (replaced whole, atomically): calibration.json, "
-                   "pricing.toml, report.md, report.html, timeline.png.")
+                   "pricing.toml, report.md, report.html, timeline.png. Must be missing, "
+                   "empty or a calibration folder holding only what capsim wrote.")
 def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
                       pricing_file: str | None, out_dir: str) -> None:
     """Replay TRACE (a canonical trace from `capsim trace import`) as recorded against
@@ -55,7 +57,9 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     window phase and fit the prices; write the calibration folder."""
     from ..calibration import FITS, calibrate
     from ..calibration.report import write_calibration
+    from ..report.folder import ReportFolder
 
+    ReportFolder(out_dir, "calibration").check()  # before the work, not after
     tier = find_tier(tier_name)
     pricing = _pricing(pricing_file)
     cal = calibrate(trace, tier, pricing, fit=fits or FITS)
@@ -63,6 +67,19 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     click.echo(f"agreement {100 * cal.before.agreement:.2f} % before, "
                f"{100 * cal.after.agreement:.2f} % after ({cal.after.n_compared:,} attempts "
                f"compared); verdict: {cal.verdict}")
+    if cal.phase_interval is not None:
+        iv = cal.phase_interval
+        click.echo(f"  window phase {cal.settings_after.phase_s:.3f} s (fits "
+                   f"{iv.low % 12:.3f}-{iv.low % 12 + iv.high - iv.low:.3f}); refunds: "
+                   f"{cal.refund_rule}")
     for p in cal.prices:
-        click.echo(f"  {p.name}: {p.value:.6g} ({p.how})")
+        iv = "" if p.low is None and p.high is None else \
+            f"  [{'-' if p.low is None else f'{p.low:.6g}'}, " \
+            f"{'∞' if p.high is None else f'{p.high:.6g}'}]"
+        click.echo(f"  {p.name}: {p.value:.6g} ({p.how}){iv}")
+    for g in cal.gas_caps.values():
+        hi = "∞" if g.high is None else f"{g.high:.6g}"
+        click.echo(f"  gas cap {g.profile}: {g.value:.6g}  [{g.low:.6g}, {hi}]")
+    if cal.dropped:
+        click.echo(f"  {len(cal.dropped)} decisions left out (see report.md)")
     click.echo(f"wrote {out}/")

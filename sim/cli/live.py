@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from .options import force_option, set_option
+
 
 def _loaded(scenario, overrides):
     from ..api import load_scenario
@@ -14,9 +16,7 @@ def _loaded(scenario, overrides):
     return load_scenario(scenario, overrides=overrides)
 
 
-def _set_option(f):
-    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-                        help="Override a scenario value (value parsed as TOML).")(f)
+_set_option = set_option()
 
 
 def _time_scale(f):
@@ -52,6 +52,8 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
 
     loaded = _loaded(scenario, overrides)
     tier = find_tier(tier_name, loaded.tiers)
+    if cert_dir is not None:
+        _check_writable_folder(cert_dir, "--cert-dir")
     options = ServeOptions(host=host, port=port, time_scale=time_scale or 1.0,
                            cert_dir=cert_dir, allow_remote=allow_remote)
 
@@ -68,7 +70,9 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
               help="The emulator's address, e.g. https://127.0.0.1:8443.")
 @_time_scale
 @click.option("--out", type=click.Path(dir_okay=False), default=None, metavar="TRACE",
-              help="Canonical trace to write (default: reports/<scenario>/driven.parquet).")
+              help="Canonical trace to write (default: reports/<scenario name>.driven.parquet, "
+                   "beside the report folders, never inside one). An existing file is "
+                   "replaced only if it is a canonical trace (or with --force).")
 @click.option("--ca", "ca_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="CA certificate to trust (the path `capsim serve` printed).")
 @click.option("--allow-remote", is_flag=True,
@@ -77,7 +81,9 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
               help="Leave out of the comparison attempts within this many wall "
                    "milliseconds (scaled) of a 12-second window boundary.")
 @_set_option
-def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms, overrides):
+@force_option
+def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms, overrides,
+          force):
     """Replay SCENARIO's demand against a running emulator with real HTTP/2 and websocket
     clients, and write every attempt (status, latency) as a canonical trace.
 
@@ -86,10 +92,15 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     """
     from pathlib import Path
 
-    from ..live.drive import DriveOptions, run_drive
+    from ..core.outputs import claim_output
+    from ..live.drive import DriveOptions, run_drive, tls_context
+    from ..traces.schema import CANONICAL_TRACE
 
     loaded = _loaded(scenario, overrides)
-    out_path = Path(out) if out else Path("reports") / loaded.scenario.name / "driven.parquet"
+    if ca_path:
+        tls_context(ca_path)  # a CA that is not PEM: refused before anything is driven
+    out_path = claim_output(Path(out) if out else default_drive_trace(loaded.scenario.name),
+                            "trace", force=force, option="--out", recognise=CANONICAL_TRACE)
     if out is None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
     options = DriveOptions(target=target, time_scale=time_scale, ca_path=ca_path,
@@ -110,4 +121,31 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     click.echo(f"sim vs emulator ({tier.name}): {comparison.describe()}")
 
 
-__all__ = ["drive", "serve"]
+def _check_writable_folder(folder: str, option: str) -> None:
+    """A CapsimError naming ``folder`` unless it is (or can be made) a writable folder."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..core.errors import CapsimError
+
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".capsim-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise CapsimError(f"cannot write certificates here "
+                          f"({err.strerror or type(err).__name__}); choose a writable folder",
+                          file=folder, field=option) from None
+
+
+def default_drive_trace(name: str):
+    """Where `capsim drive` writes its trace by default: beside the report folders, not
+    inside ``reports/<name>/`` (which the next `capsim run` replaces whole)."""
+    from pathlib import Path
+
+    return Path("reports") / f"{name}.driven.parquet"
+
+
+__all__ = ["default_drive_trace", "drive", "serve"]

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
-from ..core.errors import USAGE_EXIT_CODE, CapsimError
 from ..core.version import __version__
+from .options import jobs_option, report_errors, set_option, size_options, tier_option
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.resolved import LoadedScenario
@@ -99,11 +99,12 @@ class CapsimGroup(click.Group):
             self._listing = False
 
     def invoke(self, ctx):
-        try:
+        with report_errors():
             return super().invoke(ctx)
-        except CapsimError as err:
-            click.echo(f"capsim: error: {err.render()}", err=True)
-            ctx.exit(USAGE_EXIT_CODE)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        with report_errors():  # `capsim --bogus`: the same one-line error
+            return super().make_context(info_name, args, parent=parent, **extra)
 
 
 @click.group(cls=CapsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,23 +115,6 @@ def main() -> None:
     Simulates an account's traffic against every subscription tier and reports
     throttling, latency, CU and cost per tier, with the cheapest tier that meets your SLO.
     """
-
-
-def scenario_options(f):
-    """Options shared by commands that load a scenario."""
-    f = click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-                     help="Override a scenario value, e.g. --set duration=600 "
-                          "--set sources[0].arrival.rate=40 (value parsed as TOML).")(f)
-    return f
-
-
-def size_options(f):
-    """The run-size limit, checked before any demand is drawn."""
-    return click.option("--max-requests", type=click.IntRange(min=1), metavar="N",
-                        help="Refuse a run expected to simulate more than N requests per "
-                             "tier (HTTP requests, websocket handshakes and deliveries); "
-                             "default: the scenario's max_requests, else only the memory "
-                             "check.")(f)
 
 
 def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1):
@@ -151,13 +135,11 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
 
 @main.command()
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False))
-@click.option("--tier", "tiers", multiple=True, metavar="NAME",
-              help="Simulate only this tier (repeatable); default: every tier.")
+@tier_option()
 @click.option("--seed", type=click.IntRange(min=0), help="Override the scenario's seed.")
 @click.option("--out", type=click.Path(file_okay=False), metavar="DIR",
               help="Report folder (default: reports/<scenario name>).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tiers simulated in parallel worker processes.")
+@jobs_option()
 @click.option("--quiet", "-q", is_flag=True, help="No progress, no table.")
 @click.option("--headroom", "with_headroom", is_flag=True,
               help="Also find how far the load may grow before the recommended tier "
@@ -166,10 +148,19 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
               default="attempts", show_default=True,
               help="Per-row tables written: attempts (requests.parquet and "
                    "windows.parquet), windows (windows.parquet only) or none.")
-@scenario_options
+@click.option("--robust", is_flag=True,
+              help="Also simulate every tier at the least and the most costly prices of "
+                   "the prices' ranges ([price_ranges], a calibration's intervals, else the "
+                   "documented defaults) and each price alone across its range; the "
+                   "report gets a 'How sure' section.")
+@click.option("--calibration", type=click.Path(), metavar="DIR",
+              help="Take prices, window phase, refund rule and price ranges from a "
+                   "calibration folder (capsim calibrate) or its calibration.json; "
+                   "implies --robust. --set still wins.")
+@set_option()
 @size_options
-def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrides,
-        max_requests):
+def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
+        calibration, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
@@ -182,6 +173,13 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
     from ..report.markdown import tier_table
     from ..report.writer import write_report
 
+    cal = None
+    if calibration:
+        from ..calibration.use import read_calibration
+
+        cal = read_calibration(calibration)
+        overrides = (*cal.overrides, *overrides)
+        robust = True
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, jobs)
     sc = loaded.scenario
@@ -194,6 +192,8 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
         result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
         if not quiet:
             click.echo("", err=True)
+        if robust:
+            result.summary = _robust_summary(loaded, result.summary, cal, jobs, quiet)
         folder = write_report(result, out_dir, claimed)
     if quiet:
         return
@@ -202,11 +202,32 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, overrid
         click.echo(row)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if rec.robust is not None:
+        click.echo(f"at the least costly prices: {rec.at_low_prices or 'none'}; at the most "
+                   f"costly: {rec.at_high_prices or 'none'}: "
+                   + ("robust" if rec.robust else "NOT robust (see 'How sure' in the report)"))
     if with_headroom:
         from .sweep import run_headroom_line
 
         click.echo(run_headroom_line(scenario, overrides, rec.tier, seed))
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
+
+
+def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool):
+    """``summary`` with the recommendation across the prices' ranges (--robust)."""
+    from ..config.price_ranges import effective_ranges
+    from ..config.pricing import flatten
+    from ..jobs.robust import evaluate, with_robustness
+
+    ranges = effective_ranges(loaded.pricing, set(flatten(loaded.pricing_overrides)),
+                              loaded.price_ranges, None if cal is None else cal.ranges)
+
+    def progress(what: str) -> None:
+        if not quiet:
+            click.echo(f"robust: {what}", err=True)
+
+    rob = evaluate(loaded, ranges, summary.recommended.tier, jobs=jobs, progress=progress)
+    return with_robustness(summary, rob)
 
 
 def _progress(loaded: LoadedScenario):
@@ -257,17 +278,19 @@ def tiers(as_json):
 
 
 @main.command()
-@click.argument("scenario", type=click.Path(dir_okay=False))
-@scenario_options
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
+@set_option()
 @size_options
 def validate(scenario, overrides, max_requests):
-    """Check a scenario file without running it (exit code 2 and one message if invalid,
-    or if the run would not fit in memory or in --max-requests)."""
+    """Check a scenario file (default: the built-in one) without running it (exit code 2
+    and one message if invalid, or if the run would not fit in memory or in
+    --max-requests)."""
     loaded = _load(scenario, overrides)
     size = _check_size(loaded, max_requests)
     sc = loaded.scenario
     unknown = sorted({i for i, s in enumerate(sc.sources) if sc.account_of_key(s.key) is None})
-    click.echo(f"{scenario}: ok — scenario {sc.name!r}, {len(sc.sources)} source(s), "
+    click.echo(f"{scenario or '<built-in default scenario>'}: ok — scenario {sc.name!r}, "
+               f"{len(sc.sources)} source(s), "
                f"{len(loaded.tiers)} tier(s), {sc.duration_s:,.0f} s simulated; "
                f"{size.describe()}")
     for i in unknown:

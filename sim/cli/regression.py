@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 
 from ..core.errors import CapsimError
+from ..core.outputs import claim_output, write_text_output
+from .options import force_option, jobs_option, set_option, tier_option
 
 BASELINE_DIR = Path("reports/baselines")
 
@@ -56,25 +58,27 @@ def baseline():
 
 @baseline.command("save")
 @click.argument("scenario", type=click.Path(dir_okay=False))
-@click.option("--tier", "tiers", multiple=True, metavar="NAME",
-              help="Baseline only this tier (repeatable); default: the scenario's tiers.")
+@tier_option("Baseline only this tier")
 @click.option("--replications", type=click.IntRange(1, 100), default=None,
               help="Replications (default: the scenario's [check] replications, else 1).")
 @click.option("--out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Baseline file (default: reports/baselines/<scenario name>.json).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-              help="Scenario override, recorded in the baseline and replayed by check.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tiers simulated in parallel worker processes.")
-def save(scenario, tiers, replications, out, overrides, jobs):
+@set_option("Override a scenario value (value parsed as TOML), recorded in the baseline "
+            "and replayed by check.")
+@jobs_option()
+@force_option
+def save(scenario, tiers, replications, out, overrides, jobs, force):
     """Run SCENARIO and write its baseline (headline figures per tier, provenance)."""
     from ..api import load_scenario
     from ..regression.baseline import save_baseline
 
     probe = load_scenario(scenario, tiers=tiers, overrides=overrides)
+    target = claim_output(out or BASELINE_DIR / f"{probe.scenario.name}.json", "baseline",
+                          force=force, option="--out")
+    _check_size(probe, jobs)
     reps = _replications(replications, probe.scenario.check)
     _, snap = _snapshot(scenario, list(overrides), list(tiers), reps, jobs)
-    path = save_baseline(snap, out or BASELINE_DIR / f"{snap.scenario}.json")
+    path = save_baseline(snap, target)
     click.echo(f"baseline: {path} ({len(snap.tiers)} tier(s), {reps} replication(s), "
                f"recommended tier: {snap.recommended.tier or 'none'})")
 
@@ -83,7 +87,7 @@ def save(scenario, tiers, replications, out, overrides, jobs):
 @click.argument("targets", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--replications", type=click.IntRange(1, 100), default=None,
               help="Replications (default: as recorded in each baseline).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+@jobs_option()
 def update(targets, replications, jobs):
     """Rerun and rewrite baselines after an accepted change, and print what moved.
 
@@ -107,12 +111,13 @@ def update(targets, replications, jobs):
         overrides = list(old.overrides) if old else []
         tiers = list(old.tier_selection) if old else []
         reps = replications or (old.replications if old else 1)
+        _check_size(load_scenario(scenario, tiers=tiers, overrides=overrides), jobs)
         loaded, snap = _snapshot(scenario, overrides, tiers, reps, jobs)
         if old is not None and old.scenario != snap.scenario:
             raise CapsimError(f"the baseline is of scenario {old.scenario!r} but "
                               f"{scenario} is {snap.scenario!r}", file=str(path))
         save_baseline(snap, path)
-        if old is None:
+        if old is None or not old.tiers:
             click.echo(f"{path}: new baseline")
             continue
         # Everything that moved at all, not only what is past a tolerance.
@@ -126,6 +131,23 @@ def update(targets, replications, jobs):
                        + (f" ({c.change})" if c.change and c.change != "changed" else ""))
 
 
+def _claim_outputs(markdown, junit, comment, force) -> None:
+    """Refuse, before any work, output files that are not capsim's of their kind."""
+    for path, kind, option in ((markdown, "markdown", "--markdown"),
+                               (junit, "junit", "--junit"), (comment, "comment", "--comment")):
+        if path:
+            claim_output(path, kind, force=force, option=option)
+
+
+def _check_size(loaded, jobs: int) -> None:
+    """The run-size guard of `capsim run` (memory, the scenario's max_requests), before
+    any demand is drawn: exit 2, not a MemoryError (and for check, not exit 1)."""
+    from ..workload.size_estimate import check as check_size
+
+    for w in check_size(loaded, max_requests=None, jobs=jobs)[1]:
+        click.echo(f"capsim: warning: {w}", err=True)
+
+
 def _report(cmp, markdown, junit, comment, comment_only_on_change):
     """Write the outputs of a comparison, print the headline, exit with its code."""
     from ..regression import comment as comment_out
@@ -133,8 +155,8 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
     from ..regression import markdown as markdown_out
 
     text = markdown_out.render(cmp)
-    for target in filter(None, (markdown,)):
-        _write(target, text)
+    if markdown:
+        _write(markdown, text)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
         with open(step, "a", encoding="utf-8") as f:
@@ -151,9 +173,7 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
 
 
 def _write(path: str, text: str) -> None:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text, encoding="utf-8")
+    write_text_output(Path(path), text)
 
 
 def output_options(f):
@@ -171,6 +191,7 @@ def output_options(f):
                      help="Write a PR-comment body carrying <!-- capsim-check: NAME -->."),
         click.option("--comment-only-on-change", is_flag=True,
                      help="Write --comment only when something regressed or improved."),
+        force_option,
     ]):
         f = opt(f)
     return f
@@ -188,12 +209,12 @@ def _cli_tolerances(items) -> dict[str, float]:
               help="Baseline (default: reports/baselines/<scenario name>.json).")
 @click.option("--replications", type=click.IntRange(1, 100), default=None,
               help="Replications (default: as many as the baseline's).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-              help="Extra override on top of the baseline's recorded ones (a what-if).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+@set_option("Override a scenario value (value parsed as TOML) on top of the baseline's "
+            "recorded ones (a what-if).")
+@jobs_option()
 @output_options
 def check(scenario, baseline_file, replications, overrides, jobs, tolerance_items,
-          markdown, junit, comment, comment_only_on_change):
+          markdown, junit, comment, comment_only_on_change, force):
     """Run SCENARIO as its baseline was run and compare: exit 1 on a regression.
 
     Replays the baseline's --set overrides and tier selection; tolerances come from the
@@ -205,6 +226,7 @@ def check(scenario, baseline_file, replications, overrides, jobs, tolerance_item
     from ..regression.settings import tolerances
 
     cli_tols = _cli_tolerances(tolerance_items)
+    _claim_outputs(markdown, junit, comment, force)
     plain = load_scenario(scenario)
     path = Path(baseline_file) if baseline_file else BASELINE_DIR / f"{plain.scenario.name}.json"
     base = load_baseline(path)
@@ -214,6 +236,8 @@ def check(scenario, baseline_file, replications, overrides, jobs, tolerance_item
                           "baseline", file=str(path), field="scenario")
     all_overrides = [*base.overrides, *overrides]
     reps = replications or base.replications
+    _check_size(load_scenario(scenario, tiers=list(base.tier_selection),
+                              overrides=all_overrides), jobs)
     loaded, now = _snapshot(scenario, all_overrides, list(base.tier_selection), reps, jobs)
     tols = tolerances(loaded.scenario.check, cli_tols)
     cmp = compare(base, now, tols, base_label=str(path), now_label=scenario)
@@ -241,15 +265,16 @@ def load_side(path: str):
 @click.argument("a", type=click.Path(exists=False))
 @click.argument("b", type=click.Path(exists=False))
 @output_options
-def compare(a, b, tolerance_items, markdown, junit, comment, comment_only_on_change):
+def compare(a, b, tolerance_items, markdown, junit, comment, comment_only_on_change, force):
     """Compare B with A (report folders, summary.json files or baselines): exit 1 when
     B regressed, with the same reports as check."""
     from ..regression.compare import compare as compare_baselines
     from ..regression.settings import tolerances
 
     cli_tols = _cli_tolerances(tolerance_items)
+    _claim_outputs(markdown, junit, comment, force)
     cmp = compare_baselines(load_side(a), load_side(b), tolerances(None, cli_tols),
-                            base_label=a, now_label=b)
+                            base_label=a, now_label=b, command="compare")
     _report(cmp, markdown, junit, comment, comment_only_on_change)
 
 

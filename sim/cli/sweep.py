@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from .options import jobs_option, set_option, tier_option
+
 
 def executor_options(f):
     """--jobs / --dask-scheduler / --dask-local (at most one)."""
@@ -17,14 +19,26 @@ def executor_options(f):
     f = click.option("--dask-scheduler", metavar="ADDRESS",
                      help="Run on an existing Dask cluster, e.g. tcp://host:8786 "
                           "(workers need capsim installed: pip install 'capsim[dask]').")(f)
-    f = click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Runs in parallel in a local process pool.")(f)
+    f = jobs_option("Runs in parallel in a local process pool.")(f)
     return f
 
 
 def _set_option(f):
-    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-                        help="Override a scenario value in every run (as capsim run --set).")(f)
+    f = click.option("--calibration", type=click.Path(), metavar="DIR",
+                     help="Take prices, window phase and refund rule from a calibration "
+                          "folder (capsim calibrate) or its calibration.json, in every "
+                          "run; --set still wins.")(f)
+    return set_option("Override a scenario value in every run, e.g. --set duration=600 "
+                      "(value parsed as TOML, as capsim run --set).")(f)
+
+
+def _calibrated(calibration: str | None, overrides: tuple[str, ...]) -> list[str]:
+    """``overrides`` after the calibration's (so that --set wins)."""
+    if not calibration:
+        return list(overrides)
+    from ..calibration.use import read_calibration
+
+    return [*read_calibration(calibration).overrides, *overrides]
 
 
 class _Progress:
@@ -53,14 +67,13 @@ def _clock(seconds: float) -> str:
 
 
 @click.command()
-@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option("--vary", multiple=True, metavar="KEY.PATH=V1,V2,...",
               help="Values of a scenario key (any --set path); several --vary give the "
                    "full factorial.")
 @click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
               help="Independent replications per point (seeds derived from the scenario's).")
-@click.option("--tier", "tiers", multiple=True, metavar="NAME",
-              help="Simulate only this tier (repeatable); default: the scenario's tiers.")
+@tier_option()
 @click.option("--out", type=click.Path(file_okay=False), metavar="DIR",
               help="Sweep folder (default: reports/<scenario name>-sweep); rerun the same "
                    "command to resume.")
@@ -70,8 +83,10 @@ def _clock(seconds: float) -> str:
 @executor_options
 @_set_option
 def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, jobs,
-          dask_scheduler, dask_local, overrides):
+          dask_scheduler, dask_local, calibration, overrides):
     """Run SCENARIO over a grid of values (--vary), its [[variants]] and replications.
+
+    SCENARIO defaults to the built-in one, as for capsim run.
 
     Writes points.parquet (one row per point x variant x tier x replication),
     sweep.json (means with 95 % intervals, the cheapest tier meeting the SLO per point,
@@ -84,11 +99,14 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     from ..jobs.sweep_report import difference_lines
 
     plan = plan_sweep(scenario, vary=list(vary), replications=replications,
-                      tiers=list(tiers), overrides=list(overrides), variants=not no_variants)
+                      tiers=list(tiers), overrides=_calibrated(calibration, overrides),
+                      variants=not no_variants)
+    _check_sizes({(r.point, r.variant): r for r in plan.runs}.values(), jobs)
     out_dir = Path(out) if out else Path("reports") / f"{plan.scenario_name}-sweep"
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
         result = run_sweep(plan, out_dir, executor, keep_records=keep_records,
-                           progress=_Progress())
+                           progress=_Progress(),
+                           notice=lambda m: click.echo(f"capsim: warning: {m}", err=True))
     doc = result.document
     click.echo(f"{len(plan.runs)} runs ({len(result.ran)} simulated now, "
                f"{len(plan.runs) - len(result.ran)} already in the folder)")
@@ -102,9 +120,8 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 
 
 @click.command()
-@click.argument("scenario", type=click.Path(dir_okay=False))
-@click.option("--tier", "tiers", multiple=True, metavar="NAME",
-              help="Only this tier (repeatable); default: the scenario's tiers.")
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
+@tier_option("Only this tier")
 @click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
               help="A load meets the SLO only if every replication does.")
 @click.option("--max-load", type=click.FloatRange(min=1, min_open=True), default=100.0,
@@ -115,14 +132,24 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 @executor_options
 @_set_option
 def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
-             dask_scheduler, dask_local, overrides):
+             dask_scheduler, dask_local, calibration, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
-    and what breaks first beyond it (bisection on a log scale)."""
+    and what breaks first beyond it (bisection on a log scale).
+
+    SCENARIO defaults to the built-in one, as for capsim run."""
+    from ..api import load_scenario
     from ..jobs.executors import make_executor
     from ..jobs.headroom import find_headroom
+    from ..workload.size_estimate import check
 
+    # Today's load first (each load tried is guarded again before it runs).
+    calibrated = _calibrated(calibration, overrides)
+    for w in check(load_scenario(scenario, tiers=list(tiers), overrides=calibrated),
+                   jobs=jobs)[1]:
+        click.echo(f"capsim: warning: {w}", err=True)
     with make_executor(jobs, dask_scheduler, dask_local) as executor:
-        found = find_headroom(scenario, tiers=list(tiers), overrides=list(overrides),
+        found = find_headroom(scenario, tiers=list(tiers),
+                              overrides=calibrated,
                               replications=replications, max_load=max_load,
                               tolerance=tolerance, executor=executor)
     if as_json:
@@ -132,6 +159,21 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
                f"meets = {found.meets_means}; tolerance {tolerance:g}):")
     for entry in found.tiers:
         click.echo(entry.describe())
+
+
+def _check_sizes(specs, jobs: int) -> None:
+    """The run-size guard of `capsim run` on each point x variant of a sweep, before any
+    run starts (each run is guarded again in its worker)."""
+    from ..jobs.run_one import check_spec_size
+
+    said = set()
+
+    def warn(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            click.echo(f"capsim: warning: {message}", err=True)
+    for spec in specs:
+        check_spec_size(spec, jobs, warn)
 
 
 def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None) -> str:

@@ -1,32 +1,18 @@
 """``capsim trace``: import recorded traffic and summarise it (a thin layer over
 :mod:`sim.traces`). Registered in :data:`sim.cli.main.LAZY_COMMANDS`.
 
-A :class:`~sim.core.errors.CapsimError` becomes one line on stderr and exit code 2.
+A :class:`~sim.core.errors.CapsimError` becomes ``capsim: error: ...`` on stderr and exit
+code 2 (:func:`sim.cli.options.report_errors`, as for every command).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 
 import click
 
-from ..core.errors import USAGE_EXIT_CODE, CapsimError
 from ..traces.names import DEFAULT_CHUNK_ROWS, FORMATS  # pyarrow-free
-
-
-def _user_errors(fn):
-    """Turn a CapsimError into ``file:line: field: message`` on stderr and exit 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CapsimError as err:
-            click.echo(err.render(), err=True)
-            raise click.exceptions.Exit(USAGE_EXIT_CODE) from None
-
-    return wrapper
+from .options import force_option, handled
 
 
 @click.group("trace")
@@ -48,7 +34,8 @@ def trace() -> None:
                    ".har, .log).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="Canonical trace to write (Parquet). Written atomically: nothing appears "
-                   "here unless the whole import succeeds.")
+                   "here unless the whole import succeeds. An existing file is replaced "
+                   "only if it is a canonical trace (or with --force).")
 @click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error",
               show_default=True,
               help="error: stop at the first invalid row, naming file, line and field. "
@@ -66,9 +53,10 @@ def trace() -> None:
                    "recognised from content nor mapped are counted by host, never imported.")
 @click.option("--allow-empty", is_flag=True,
               help="Write an empty trace when nothing is kept, instead of failing.")
-@_user_errors
+@force_option
 def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | None,
-               chunk_rows: int, host_map: tuple[str, ...], allow_empty: bool) -> None:
+               chunk_rows: int, host_map: tuple[str, ...], allow_empty: bool,
+               force: bool) -> None:
     """Import FILE (CSV, JSONL, Parquet, HAR, RPC or sizing request log) into a
     canonical trace.
 
@@ -78,8 +66,11 @@ def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | Non
     key or opaque URL token that survived before it is published. An import that keeps
     nothing fails (exit 2) with the reasons by count, unless --allow-empty.
     """
+    from ..core.outputs import claim_output
     from ..traces.importers import import_trace
+    from ..traces.schema import CANONICAL_TRACE
 
+    claim_output(out, "trace", force=force, option="--out", recognise=CANONICAL_TRACE)
     report = import_trace(file, out, fmt=fmt, on_invalid=on_invalid, region=region,
                           chunk_rows=chunk_rows, host_map=host_map, allow_empty=allow_empty)
     click.echo(report.render())
@@ -88,7 +79,6 @@ def import_cmd(file: str, fmt: str, out: str, on_invalid: str, region: str | Non
 @trace.command("stats", short_help="Summarise a canonical trace: windows, peak, tier.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@_user_errors
 def stats_cmd(file: str, as_json: bool) -> None:
     """Summarise the canonical trace FILE: time span, requests and CU per 12-second
     window, the peak window, counts by API / method / key / region / status, and the
@@ -101,3 +91,6 @@ def stats_cmd(file: str, as_json: bool) -> None:
         click.echo(json.dumps(stats, indent=2, default=str))
     else:
         click.echo(render_stats(stats))
+
+
+handled(trace)

@@ -9,7 +9,7 @@ adds what needs the catalog and the pricing assumptions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..core.errors import CapsimError
 from .loader import Where, read, render_error, validate_scenario
+from .price_ranges import check_range, rangeable
 from .pricing import Pricing, deep_merge, default_pricing_table
 from .scenario import Scenario
 from .tiers import CATALOG, Tier, find_tier
@@ -31,6 +32,7 @@ class LoadedScenario:
     tiers: tuple[Tier, ...]
     pricing: Pricing
     pricing_overrides: dict[str, Any]
+    price_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def load(path: str | Path | None = None, overrides: list[str] = ()) -> LoadedScenario:
@@ -94,7 +96,14 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
             if where.override_of(("accounts", i, "tier")) is not None:
                 message = message.replace(f"unknown tier {acct.tier!r}", "unknown tier")
             raise where.error(message, ("accounts", i, "tier")) from None
-    return LoadedScenario(scenario, label, tuple(tiers), pricing, scenario.pricing)
+    known = rangeable(pricing)
+    ranges = {}
+    for key, value in scenario.price_ranges.items():
+        try:
+            ranges[key] = check_range(key, value, known)
+        except ValueError as err:
+            raise where.error(str(err), ("price_ranges", key)) from None
+    return LoadedScenario(scenario, label, tuple(tiers), pricing, scenario.pricing, ranges)
 
 
 def account_tiers(loaded: LoadedScenario, studied: Tier) -> tuple[Tier, ...]:

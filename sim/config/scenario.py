@@ -178,7 +178,7 @@ class Sizing(Strict):
 
 
 class Replay(Strict):
-    """How a recorded trace is replayed (see the README's trace section)."""
+    """How a recorded trace is replayed (docs/reference/scenario.md, replay options)."""
 
     speed: FiniteFloat = Field(default=1.0, gt=0)
     load_multiplier: FiniteFloat = Field(default=1.0, gt=0)
@@ -288,13 +288,19 @@ class Variant(Strict):
         return value
 
 
+START_MIN = datetime(1900, 1, 1, tzinfo=UTC)
+START_MAX = datetime(2200, 1, 1, tzinfo=UTC)
+"""The range of ``start``: the run's times, kept as int64 nanoseconds since 1970, stay
+within range (to 2262) for any duration up to 60 years."""
+
+
 class Scenario(Strict):
     """A whole scenario: who calls what, how, for how long, against which tiers."""
 
     name: str = "scenario"
     description: str = ""
     seed: StrictInt = Field(default=1, ge=0)
-    start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)
+    start: datetime = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)  # in [START_MIN, START_MAX)
     duration_s: FiniteFloat = Field(default=3600.0, gt=0, le=366 * 86400, alias="duration")
     load: FiniteFloat = Field(default=1.0, gt=0, le=1e6)
     max_requests: StrictInt | None = Field(default=None, ge=1)
@@ -312,6 +318,8 @@ class Scenario(Strict):
     http_limits: AccountHttpLimits = Field(default_factory=AccountHttpLimits)
     slo: Slo = Field(default_factory=Slo)
     pricing: dict = Field(default_factory=dict)
+    price_ranges: dict[str, Any] = Field(default_factory=dict)
+    """Dotted pricing keys to ``[low, high]`` (:mod:`sim.config.price_ranges`)."""
     check: CheckSettings = Field(default_factory=CheckSettings)
     variants: list[Variant] = Field(default_factory=list)
 
@@ -334,7 +342,12 @@ class Scenario(Strict):
     @field_validator("start")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if not START_MIN <= value < START_MAX:
+            # Times of the run's tables are nanoseconds since 1970 (int64): far dates overflow.
+            raise ValueError(f"expected a start between {START_MIN:%Y-%m-%d} and "
+                             f"{START_MAX:%Y-%m-%d} (UTC)")
+        return value
 
     @field_validator("methods")
     @classmethod

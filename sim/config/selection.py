@@ -25,7 +25,7 @@ def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
         if seed is not None:
             sc = loaded.scenario.model_copy(update={"seed": int(seed)})
             loaded = LoadedScenario(sc, loaded.path, loaded.tiers, loaded.pricing,
-                                    loaded.pricing_overrides)
+                                    loaded.pricing_overrides, loaded.price_ranges)
     else:
         extra = [f"seed={seed}"] if seed is not None else []
         loaded = load(scenario, [*overrides, *extra])
@@ -34,5 +34,5 @@ def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
         catalog = tuple(loaded.tiers) + tuple(t for t in CATALOG if t not in loaded.tiers)
         chosen = tuple(dict.fromkeys(find_tier(name, catalog) for name in names))
         loaded = LoadedScenario(loaded.scenario, loaded.path, chosen, loaded.pricing,
-                                loaded.pricing_overrides)
+                                loaded.pricing_overrides, loaded.price_ranges)
     return loaded

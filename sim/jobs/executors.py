@@ -14,10 +14,11 @@ scenario files' traces and ``--keep-records`` folders reachable at the same path
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any
 
 from ..core.errors import CapsimError
+from ..core.workers import process_pool
 
 
 class Executor:
@@ -57,7 +58,7 @@ class LocalPoolExecutor(Executor):
 
     def __init__(self, jobs: int) -> None:
         self.workers = jobs
-        self._pool = ProcessPoolExecutor(max_workers=jobs)
+        self._pool = process_pool(jobs)  # workers end with this process
 
     def as_completed(self, fn, items):
         pending: dict = {}

@@ -28,6 +28,19 @@ def load_spec(spec: RunSpec):
     return load_scenario(loaded, tiers=spec.tiers)
 
 
+def check_spec_size(spec: RunSpec, jobs: int = 1, warn=None):
+    """``spec`` loaded, after the run-size guard of ``capsim run`` (memory, and the
+    scenario's ``max_requests``): a :class:`~sim.core.errors.CapsimError` before any
+    demand is drawn for a run too large. ``warn(message)`` gets its warnings."""
+    from ..workload.size_estimate import check
+
+    loaded = load_spec(spec)
+    _, warnings = check(loaded, jobs=jobs)
+    for w in warnings if warn else ():
+        warn(w)
+    return loaded
+
+
 def simulate(spec: RunSpec, records_root: str | None = None) -> str:
     """Run ``spec`` on its tiers and return its ``summary.json`` text.
 
@@ -36,7 +49,7 @@ def simulate(spec: RunSpec, records_root: str | None = None) -> str:
     """
     from ..runner.run import run
 
-    out = run(load_spec(spec))
+    out = run(check_spec_size(spec))
     if records_root is not None:
         _write_records(out, Path(records_root) / spec.run_id)
     return out.summary.to_json()

@@ -43,11 +43,13 @@ class SweepResult:
 
 
 def run_sweep(plan: SweepPlan, out_dir: str | Path, executor: Executor | None = None, *,
-              keep_records: bool = False, progress: Progress | None = None) -> SweepResult:
+              keep_records: bool = False, progress: Progress | None = None,
+              notice: Callable[[str], None] | None = None) -> SweepResult:
     """Run what ``out_dir`` is missing of ``plan`` on ``executor``, then write the tables
-    and the report. A :class:`~sim.core.errors.CapsimError` if ``out_dir`` holds another sweep."""
+    and the report. A :class:`~sim.core.errors.CapsimError` if ``out_dir`` holds another
+    sweep; ``notice(message)`` hears of a kept run that is unreadable (it is run again)."""
     store = SweepStore(out_dir, plan)
-    done = store.done()
+    done = store.done(notice)
     missing = [r for r in plan.runs if r.run_id not in done]
     total = len(plan.runs)
     finished = total - len(missing)

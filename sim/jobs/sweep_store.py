@@ -9,15 +9,20 @@ Layout::
 
 A run's file appears whole or not at all (written beside, then renamed), so a killed
 sweep leaves only complete runs; the same command again runs only what is missing. A
-folder whose manifest belongs to another sweep is refused, as is a non-empty folder
-with no manifest.
+run's file that cannot be read back as a summary (a disk fault, a hand edit) is removed
+and its run simulated again, saying so: it never blocks the sweep. What a kill during
+the final write left (the ``.report-*`` staging folder, ``.sweep.json.*`` temporary
+files) is removed when the folder is next claimed. A folder whose manifest belongs to
+another sweep is refused, as is a non-empty folder with no manifest.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import CapsimError
@@ -65,9 +70,18 @@ class SweepStore:
                     "delete the folder", file=str(self.folder), field="--out")
             self._sweep_leftovers()
             return
+        if self.folder.exists() and not self.folder.is_dir():
+            raise CapsimError("exists and is not a folder; nothing was changed",
+                              file=str(self.folder), field="--out")
         if self.folder.exists() and any(self.folder.iterdir()):
-            raise CapsimError("folder exists and is not a capsim sweep folder; choose "
-                              "another --out", file=str(self.folder), field="--out")
+            from ..report.folder import KINDS, inspect
+
+            kind = inspect(self.folder).kind
+            what = (f"is {KINDS[kind].title}, not a sweep folder: a sweep never replaces "
+                    "another kind of output" if kind else
+                    "folder exists and is not a capsim sweep folder")
+            raise CapsimError(f"{what}; nothing was changed. Choose another --out",
+                              file=str(self.folder), field="--out")
         write_atomic(manifest, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
 
     def _sweep_leftovers(self) -> None:
@@ -75,12 +89,35 @@ class SweepStore:
         if self.runs_dir.is_dir():
             for stale in self.runs_dir.glob(".*"):
                 stale.unlink(missing_ok=True)
+        # The final write's staging folder and temporary files (write_outputs,
+        # write_atomic), left by a kill during it.
+        for stale in self.folder.glob(".report-*"):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+        for stale in self.folder.glob(".*.json.*"):
+            if stale.is_file():
+                stale.unlink(missing_ok=True)
 
-    def done(self) -> set[str]:
-        """Run ids with a finished run on disk."""
+    def done(self, notice: Callable[[str], None] | None = None) -> set[str]:
+        """Run ids with a finished run on disk. A run's file that does not read back as a
+        summary is removed (so the run is simulated again) and ``notice`` told why."""
+        from ..core.errors import CapsimError
+        from ..results.summary import RunSummary
+
         if not self.runs_dir.is_dir():
             return set()
-        return {p.stem for p in self.runs_dir.glob("*.json")}
+        ok = set()
+        for p in sorted(self.runs_dir.glob("*.json")):
+            try:
+                RunSummary.from_json(p.read_text(encoding="utf-8"), file=str(p))
+            except (CapsimError, OSError, ValueError) as err:
+                reason = err.message if isinstance(err, CapsimError) else type(err).__name__
+                p.unlink(missing_ok=True)
+                if notice:
+                    notice(f"{p}: unreadable ({reason}); simulating run {p.stem} again")
+                continue
+            ok.add(p.stem)
+        return ok
 
     def put(self, run_id: str, summary_json: str) -> None:
         """Keep a finished run (atomically)."""

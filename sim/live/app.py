@@ -8,7 +8,8 @@ scenario), ``streams.*`` (websockets ``/pending-txs``, ``/new-blocks``,
 
 Every decision is :class:`~sim.policy.admission.Admission`'s; this module only turns
 HTTP into its arguments and its decisions into HTTP. Where the spec says "not shown"
-the replies follow the assumptions listed in :data:`ASSUMPTIONS` (also in the README).
+the replies follow the assumptions listed in :data:`ASSUMPTIONS` (also in
+docs/explanation/assumptions.md).
 An admitted request sleeps its service time (drawn from the scenario's method
 distribution, in service seconds) and is settled before it is answered; every reply
 carries ``x-capsim-t``, the service time at which the request was decided.

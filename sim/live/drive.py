@@ -126,7 +126,14 @@ def parse_target(url: str, allow_remote: bool) -> Target:
 def tls_context(ca_path: str | None) -> ssl.SSLContext:
     """Trust the emulator's CA; without one, do not verify (loopback testing only)."""
     if ca_path:
-        return ssl.create_default_context(cafile=ca_path)
+        try:
+            return ssl.create_default_context(cafile=ca_path)
+        except ssl.SSLError:
+            raise CapsimError("not a PEM CA certificate; pass the ca.pem `capsim serve` "
+                              "printed", file=ca_path, field="--ca") from None
+        except OSError as err:
+            raise CapsimError(f"cannot read it ({err.strerror or type(err).__name__})",
+                              file=ca_path, field="--ca") from None
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -377,6 +384,18 @@ def _port(network_stream) -> int:
     return int(addr[1]) if addr else -1
 
 
+def _tls_untrusted(err: BaseException) -> bool:
+    """Whether ``err`` (or what caused it) is a failed TLS certificate verification."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, ssl.SSLCertVerificationError) or \
+                "CERTIFICATE_VERIFY_FAILED" in str(err):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 async def fetch_health(target: Target, tls: ssl.SSLContext) -> dict:
     """The emulator's /healthz (its clock's ``t0_unix`` and ``time_scale``)."""
     import httpx
@@ -389,6 +408,10 @@ async def fetch_health(target: Target, tls: ssl.SSLContext) -> dict:
                                     extensions={"sni_hostname": HOSTNAMES[RPC]})
             data = resp.json()
     except (httpx.HTTPError, ValueError) as err:
+        if _tls_untrusted(err):
+            raise CapsimError("the emulator's TLS certificate is not signed by the --ca "
+                              "given (certificate verify failed); pass the ca.pem this "
+                              "`capsim serve` printed", field="--ca") from None
         raise CapsimError(f"no emulator answering /healthz ({type(err).__name__}); start "
                           "`capsim serve` first", field="--target") from None
     if resp.status_code != 200 or "t0_unix" not in data:

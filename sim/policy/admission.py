@@ -16,7 +16,7 @@ Along a timeline (tier "RPC", 4,000 CU per 12 s; ``svc_call`` costs 20 CU)::
     t=5.00  request(POST /v1/size)               -> 402       the tier has no Search API
     t=12.0  request(svc_call)                    -> ok        window 1
 
-Order of the checks (DESIGN "The model"; the same as ``sim.model.engine`` and
+Order of the checks (docs/explanation/spec-rules.md; the same as ``sim.model.engine`` and
 ``sim.model.websockets``): an HTTP request is refused with 430 when its connection was
 refused, then 421 (RPC or ``POST /v1/size`` without HTTP/2 and SNI), 401 (unknown key),
 402 (API outside the tier), then the limiter (434 / -32005 / 402 for the daily

@@ -58,6 +58,7 @@ class Comparison:
     now: Baseline
     checks: tuple[Check, ...]
     notes: tuple[str, ...]
+    command: str = "check"  # the command that compared: check or compare (its reports say)
 
     @property
     def regressions(self) -> tuple[Check, ...]:
@@ -185,13 +186,25 @@ def _recommendation(base: Baseline, now: Baseline) -> Check:
 
 
 def compare(base: Baseline, now: Baseline, tolerances: dict[str, float], *,
-            base_label: str = "baseline", now_label: str = "now") -> Comparison:
+            base_label: str = "baseline", now_label: str = "now",
+            command: str = "check") -> Comparison:
     """Compare ``now`` with ``base``; a :class:`CapsimError` if they are of different
-    scenarios (names differ)."""
+    scenarios (names differ), or if no tier can be compared (a side without tiers, or no
+    tier in common): a gate that compares nothing must not pass."""
     if base.scenario != now.scenario:
         raise CapsimError(f"the baseline is of scenario {base.scenario!r}, not "
                           f"{now.scenario!r} (another scenario: pass its own baseline)",
                           file=base_label)
+    for side, label in ((base, base_label), (now, now_label)):
+        if not side.tiers:
+            raise CapsimError("has no tiers, so there is nothing to compare (a gate that "
+                              "compares nothing would pass anything); save it again with "
+                              "`capsim baseline save`", file=label, field="tiers")
+    if not any(now.tier(t.tier) is not None for t in base.tiers):
+        raise CapsimError(f"no tier in common with {now_label} (baseline: "
+                          f"{', '.join(t.tier for t in base.tiers)}; now: "
+                          f"{', '.join(t.tier for t in now.tiers)}), so there is nothing "
+                          "to compare", file=base_label, field="tiers")
     checks = [_recommendation(base, now)]
     notes = []
     if base.content_hash != now.content_hash:
@@ -225,4 +238,4 @@ def compare(base: Baseline, now: Baseline, tolerances: dict[str, float], *,
                                 _fmt_figure(fb, m), change, m.describe_tolerance(tol),
                                 verdict, note))
     return Comparison(base.scenario, base_label, now_label, base, now, tuple(checks),
-                      tuple(notes))
+                      tuple(notes), command)

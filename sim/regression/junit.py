@@ -17,9 +17,9 @@ def render(cmp: Comparison) -> str:
     """The XML text (UTF-8, with declaration)."""
     failures = len(cmp.regressions)
     tests = len(cmp.checks)
-    root = ET.Element("testsuites", name="capsim check", tests=str(tests),
+    root = ET.Element("testsuites", name=f"capsim {cmp.command}", tests=str(tests),
                       failures=str(failures), errors="0", skipped="0", time="0")
-    suite = ET.SubElement(root, "testsuite", name=f"capsim check {cmp.name}",
+    suite = ET.SubElement(root, "testsuite", name=f"capsim {cmp.command} {cmp.name}",
                           tests=str(tests), failures=str(failures), errors="0",
                           skipped="0", time="0")
     props = ET.SubElement(suite, "properties")

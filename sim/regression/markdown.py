@@ -23,7 +23,7 @@ def headline(cmp: Comparison) -> str:
     state = f"❌ {reg} regression{'s' * (reg != 1)}" if reg else "✅ no regression"
     if imp:
         state += f", {imp} improvement{'s' * (imp != 1)}"
-    return f"capsim check `{cmp.name}`: {state}"
+    return f"capsim {cmp.command} `{cmp.name}`: {state}"
 
 
 def _cell(text: str) -> str:

@@ -405,7 +405,36 @@ def figures(summary: RunSummary, attempts: pd.DataFrame, windows: pd.DataFrame,
             out["websocket_slots.png"] = ws
     out["latency_cdf.png"] = latency_figure(latencies, summary.slo.p99_latency_ms)
     out["tier_comparison.png"] = comparison_figure(tiers, summary.slo, summary.recommended.tier)
+    if summary.recommended.sensitivity:
+        out["sensitivity_tornado.png"] = tornado_figure(summary.recommended)
     return out
+
+
+def tornado_figure(rec):
+    """One bar per ranged price, from its low to its high end relative to its estimate
+    (log scale), widest first; red where the range alone flips the recommendation, with
+    the tier recommended at each end written beside it."""
+    rows = sorted(rec.sensitivity, key=lambda r: -(r.high / r.estimate - r.low / r.estimate)
+                  if r.estimate else 0.0)
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.4))
+    for i, r in enumerate(rows):
+        est = r.estimate if r.estimate else 1.0
+        lo, hi = r.low / est, r.high / est
+        ax.barh(i, hi - lo, left=lo, color="tab:red" if r.flips else "tab:gray", alpha=0.8)
+        ax.text(lo, i, f"{r.at_low or 'none'} ", ha="right", va="center", fontsize=7)
+        ax.text(hi, i, f" {r.at_high or 'none'}", ha="left", va="center", fontsize=7)
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_yticks(range(len(rows)), [r.price for r in rows], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("price / estimate (range ends; tier recommended at each end)", fontsize=8)
+    ax.set_title(f"How sure: recommended {rec.tier or 'none'} at the estimates; red: the "
+                 "range alone flips it", fontsize=9)
+    ax.invert_yaxis()
+    ends = [x for r in rows for x in (r.low / (r.estimate or 1.0), r.high / (r.estimate or 1.0))
+            if x > 0] or [1.0]
+    ax.set_xlim(min(min(ends), 1.0) / 2.5, max(max(ends), 1.0) * 2.5)  # room for the names
+    fig.tight_layout()
+    return fig
 
 
 def write_all(folder: Path, summary: RunSummary, attempts: pd.DataFrame, windows: pd.DataFrame,

@@ -38,10 +38,11 @@ def write_report(output: RunOutput, out_dir: str | Path,
     return Path(out_dir)
 
 
-def write_folder(out_dir: str | Path, fill: Callable[[Path], None]) -> Path:
-    """Claim ``out_dir``, let ``fill`` write the files into a staging folder, then swap
-    it in (replaced whole, atomically, as :func:`write_report`); returns the folder."""
-    with ReportFolder(out_dir) as folder:
+def write_folder(out_dir: str | Path, fill: Callable[[Path], None], kind: str) -> Path:
+    """Claim ``out_dir`` for a folder of ``kind`` (see :data:`sim.report.folder.KINDS`),
+    let ``fill`` write the files into a staging folder, then swap it in (replaced whole,
+    atomically, as :func:`write_report`); returns the folder."""
+    with ReportFolder(out_dir, kind) as folder:
         staging = folder.staging()
         try:
             fill(staging)

@@ -215,11 +215,43 @@ SLO_CRITERIA: tuple[SloCriterion, ...] = (
 """What "meets the SLO" checks, in report order (the limits are :class:`SloSummary`'s)."""
 
 
+class PriceSensitivity(_Frozen):
+    """One price alone across its range (the others at their estimates): the tier
+    recommended at each end and whether the range flips the recommendation."""
+
+    price: str
+    estimate: float
+    low: float
+    high: float
+    source: str                      # "scenario", "calibration" or "default"
+    at_low: str | None
+    at_high: str | None
+    flips: bool
+
+
 class Recommendation(_Frozen):
-    """The recommended tier (None: no tier meets the SLO) and why."""
+    """The recommended tier (None: no tier meets the SLO) and why.
+
+    With ``capsim run --robust`` (or ``--calibration``) also: ``robust`` (the same tier at
+    the least and the most costly prices of the ranges and at the estimate),
+    ``at_low_prices`` / ``at_high_prices`` (the tier recommended there, None when no tier
+    meets the SLO) and ``sensitivity`` (each price alone); absent from the JSON otherwise.
+    """
 
     tier: str | None
     reason: str
+    robust: bool | None = None
+    at_low_prices: str | None = None
+    at_high_prices: str | None = None
+    sensitivity: tuple[PriceSensitivity, ...] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_robustness(self, handler):
+        data = handler(self)
+        if self.robust is None:
+            for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity"):
+                data.pop(key, None)
+        return data
 
 
 class PricingAssumption(_Frozen):

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics.figures import attempt_rows
+from ..core.workers import hold_lock_fd, release_lock_fd
+from ..metrics.tables import attempt_rows
 from ..model.engine import TierResult
 from ..workload.demand import Plan
 
@@ -59,6 +60,7 @@ class SpoolFolder:
         making = tempfile.mkdtemp(prefix=_MAKING_PREFIX, dir=parent)
         fd = os.open(os.path.join(making, _SPOOL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
+        hold_lock_fd(fd)  # worker processes close their copy
         tmp = tempfile.TemporaryDirectory(prefix=SPOOL_PREFIX, dir=parent)
         os.rmdir(tmp.name)
         os.rename(making, tmp.name)
@@ -71,6 +73,7 @@ class SpoolFolder:
 
 
 def _release(fd: int, tmp: tempfile.TemporaryDirectory) -> None:
+    release_lock_fd(fd)
     os.close(fd)  # releases the lock
     tmp.cleanup()
 

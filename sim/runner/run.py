@@ -14,7 +14,6 @@ from the same seed, so the result is identical to a sequential run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +26,9 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.pseudonyms import secret_kind
 from ..core.version import __version__
-from ..metrics.figures import (
-    latency_table,
-    recommend,
-    slots_frame,
-    streams_frame,
-    tier_summary,
-    windows_frame,
-)
+from ..core.workers import process_pool
+from ..metrics.figures import recommend, tier_summary
+from ..metrics.tables import latency_table, slots_frame, streams_frame, windows_frame
 from ..model import recorder as rc
 from ..model.engine import TierResult, TierRun
 from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
@@ -62,7 +56,7 @@ class RunOutput:
 
     ``records`` holds the attempt rows (spooled; :attr:`attempts` reads them whole);
     ``latencies`` is each tier's latency CDF as a table of at most
-    :data:`sim.metrics.figures.LATENCY_POINTS` points (:func:`sim.metrics.figures.latency_table`);
+    :data:`sim.metrics.tables.LATENCY_POINTS` points (:func:`sim.metrics.tables.latency_table`);
     ``minutes`` (attempts per minute and outcome) and ``refused_handshakes`` are the
     aggregates the plots draw; ``records_mode`` is what a report folder gets
     (:data:`sim.runner.records.RECORDS`).
@@ -131,7 +125,7 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         writer = (RequestsWriter(Path(folder.name) / "requests.parquet", plan, names)
                   if records == "attempts" else None)
         results, parts = [], []
-        with ProcessPoolExecutor(max_workers=jobs) as pool, writer or nullcontext():
+        with process_pool(jobs) as pool, writer or nullcontext():
             futures = [pool.submit(_run_tier, loaded, tier, spool)
                        for tier, spool in zip(loaded.tiers, spools, strict=True)]
             for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):

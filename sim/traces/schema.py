@@ -186,6 +186,20 @@ class TraceWriter:
             self.tmp.unlink()
 
 
+def is_canonical_trace(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a Parquet file carrying capsim's trace-version metadata (any
+    version): capsim's own output, which an import or a drive may overwrite."""
+    try:
+        meta = pq.read_metadata(path).metadata or {}
+    except (OSError, pa.ArrowException):
+        return False
+    return META_VERSION.encode() in meta
+
+
+CANONICAL_TRACE = ("a canonical capsim trace", is_canonical_trace)
+"""The recogniser :func:`sim.core.outputs.claim_output` takes for a trace output."""
+
+
 def open_trace(path: str | os.PathLike) -> pq.ParquetFile:
     """Open a canonical trace for reading, checking its version and columns."""
     label = str(path)

@@ -95,4 +95,5 @@ def load_note(sc: Scenario) -> str | None:
     if sc.load == 1:
         return None
     return (f"load {sc.load:g}: every source's demand scaled by {sc.load:g} "
-            "(rates multiplied, worker and connection counts rounded half up; README)")
+            "(rates multiplied, worker and connection counts rounded half up; "
+            "docs/reference/scenario.md)")

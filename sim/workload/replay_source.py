@@ -1,6 +1,6 @@
 """A recorded trace as a demand source (``[[sources]] trace = "file.parquet"``).
 
-The trace (canonical table, see the README) is loaded with :func:`sim.traces.replay.load_replay`
+The trace (the canonical trace table) is loaded with :func:`sim.traces.replay.load_replay`
 (speed, load multiplier, phase shift, time range, recorded retries dropped) and its rows
 become open-loop logical requests at their recorded times, ``t_s = 0`` being the
 scenario's start. Recorded RPC methods are renamed by ``replay.method_map`` first

@@ -1,4 +1,4 @@
-"""The README's replay recipe with the account's own key (issue 7).
+"""The replay recipe of docs/how-to/replay-your-traffic.md with the account's own key (issue 7).
 
 A trace stores keys as pseudonyms; a scenario's ``[account] keys`` lists them raw. When
 the account lists the very key the trace was recorded with, the two are one key: the

@@ -4,7 +4,9 @@ A fixed-window reserve -> settle CU service with hidden prices and a hidden wind
 on the UTC clock, answering a random bursty trace the way the spec describes: windows
 of 12 s, a request admitted when the window's reserved CU plus its cost fits the budget,
 a sizing request reserving base + cap price per item and settling at its reply to base +
-gas price, refunds to the window it was reserved in while that window lasts; ``434``
+gas price, refunds to the window it was reserved in while that window lasts
+(``refund_to="origin-window"``) or to whichever window is current when it settles, the
+counter never below zero (``"current-window"``); ``434``
 with ``Retry-After = ceil(seconds to the next window)`` for HTTP, ``-32005`` for
 JSON-RPC, ``434`` for a websocket handshake refused for CU, ``435`` at the slot cap.
 Throttled requests are retried once after their Retry-After (JSON-RPC: after 1-3 s), as
@@ -33,6 +35,7 @@ class Hidden:
     caps: dict | None = None        # gas cap per profile
     connect: float = 45.0
     phase_s: float = 7.37           # window starts at UTC seconds = phase + 12 k
+    refund_to: str = "origin-window"
 
     def __post_init__(self):
         if self.caps is None:
@@ -83,8 +86,14 @@ def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool =
         utc = day0 + t
         w = math.floor((utc - h.phase_s) / 12.0)
         while pending and pending[0][0] <= t:
-            _, pw, refund = heapq.heappop(pending)
-            if pw == window:
+            ts, pw, refund = heapq.heappop(pending)
+            if h.refund_to == "origin-window":
+                if pw == window:
+                    used = max(0.0, used - refund)
+            else:
+                ws = math.floor((day0 + ts - h.phase_s) / 12.0)
+                if ws != window:
+                    window, used = ws, 0.0
                 used = max(0.0, used - refund)
         if w != window:
             window, used = w, 0.0
@@ -147,3 +156,50 @@ def to_canonical(frame: pd.DataFrame, path) -> None:
     csv = str(path) + ".csv"
     frame.to_csv(csv, index=False)
     import_trace(csv, path)
+
+
+def mislabel(frame: pd.DataFrame, rng: np.random.Generator, n: int) -> tuple[pd.DataFrame,
+                                                                              list[int]]:
+    """A proxy's mislabelled rows: ``n`` svc_call answers with the opposite outcome (200
+    <-> -32005), chosen at random; the frame and the rows changed."""
+    calls = np.flatnonzero((frame["method"] == "svc_call").to_numpy())
+    pick = sorted(int(i) for i in rng.choice(calls, n, replace=False))
+    out = frame.copy()
+    for i in pick:
+        out.loc[out.index[i], "status"] = -32005 if out["status"].iloc[i] == 200 else 200
+        if "cu" in out.columns:
+            out.loc[out.index[i], "cu"] = np.nan
+    return out, pick
+
+
+SAMPLE_KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"
+
+
+def sample_frame(seed: int = 2024, duration_s: float = 300.0) -> pd.DataFrame:
+    """The shipped ``workloads/traces/calibration-sample.csv``: the reference with its
+    default hidden prices and phase (``Hidden()``), ``cu`` and Retry-After recorded, one
+    API key, ISO-8601 timestamps (regenerate with ``python tests/helpers/calib_reference.py``)."""
+    rng = np.random.default_rng(seed)
+    frame = serve(Hidden(), rng, demand(rng, duration_s=duration_s, burst_size=(40, 220)))
+    frame = frame.sort_values("time_ns", kind="stable").reset_index(drop=True)
+    ts = pd.to_datetime(frame["time_ns"], unit="ns", utc=True)
+    out = pd.DataFrame({"timestamp": ts.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")})
+    for col in ("api", "method"):
+        out[col] = frame[col]
+    out["key"] = SAMPLE_KEY
+    for col in ("items", "profiles", "gas_used", "cu", "status", "latency_ms",
+                "retry_after_s"):
+        out[col] = frame[col] if col in frame.columns else None
+    out["latency_ms"] = out["latency_ms"].round(1)
+    out["items"] = out["items"].astype("Int64")
+    out["gas_used"] = out["gas_used"].astype("Int64")
+    out["retry_after_s"] = out["retry_after_s"].astype("Int64")
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    dest = sys.argv[1] if len(sys.argv) > 1 else "workloads/traces/calibration-sample.csv"
+    sample_frame().to_csv(dest, index=False)
+    print(f"wrote {dest}")

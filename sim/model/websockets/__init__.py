@@ -10,7 +10,7 @@ reconnecting every second, ``fixed`` 1 s)::
     t=40   the stale slots expire -> ok     slots: 2 live
     events published on the stream in 10 <= t < 40 are lost to both connections
 
-Rules (spec 5, 6, 7, 8.2.3, 8.3; DESIGN rows 8.2.3, 6.2, 8.3, 7). A handshake checks,
+Rules (spec 5, 6, 7, 8.2.3, 8.3; docs/explanation/spec-rules.md). A handshake checks,
 in order: the key (``401``), the tier's API selection (``402``: the Streams API for
 pending-txs / new-blocks / pending-logs, the Search API for monitoring), the account's
 slot cap (``435`` with Retry-After), then reserves ``connect_cu`` in the account limiter

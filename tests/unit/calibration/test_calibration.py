@@ -99,6 +99,12 @@ def test_calibrate_recovers_hidden_prices_and_phase(recorded_with_cu):
     table = cal.pricing_table()
     for p, cap in hidden.caps.items():
         assert table["sizing"]["profile_gas_cap"][p] == pytest.approx(cap, rel=0.05)
+    # the bill's exact prices combined with the decisions: the caps' intervals (which
+    # only the decisions speak to) hold the hidden caps, and they are not "given"
+    for p, cap in hidden.caps.items():
+        g = cal.gas_caps[p]
+        assert g.low <= cap <= g.high, p
+        assert fitted["sizing.profile_cap_cu." + p].how == "decisions"
     assert cal.phase is not None
     assert circular_gap(cal.settings_after.phase_s, hidden.phase_s) < 1.0
     assert cal.after.agreement >= 0.99

@@ -1,11 +1,24 @@
-"""The tier catalog is exactly the spec's tables 8.1 and 8.3 (parsed from the spec itself)."""
+"""The tier catalog is exactly the spec's tables 8.1 and 8.3.
+
+The tables are read from ``tests/fixtures/spec-tier-tables.md``, a transcription of the
+two tables of the service's interface specification (section 8, "Limits") made by hand
+from the spec, never from this code, so the catalog is checked against the spec."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from sim.config.tiers import CATALOG, RPC, SEARCH, STREAMS, find_tier, smallest_tier_for
 from sim.core.errors import CapsimError
+
+SPEC_TABLES = Path(__file__).resolve().parents[2] / "fixtures" / "spec-tier-tables.md"
+
+
+@pytest.fixture
+def spec_text() -> str:
+    return SPEC_TABLES.read_text(encoding="utf-8")
 
 
 def _table_after(text: str, heading: str) -> dict[str, str]:

@@ -42,4 +42,4 @@ def test_the_emulator_answers_each_outcome_with_the_status_read_back_as_it():
 
 def test_clients_retry_every_throttle_by_default():
     assert {OUTCOMES[t] for t in THROTTLES} <= set(RETRYABLE_DEFAULT)
-    assert RETRYABLE_DEFAULT == ("434", "-32005", "430", "435", "ws_cu_rejected")  # README
+    assert RETRYABLE_DEFAULT == ("434", "-32005", "430", "435", "ws_cu_rejected")  # docs: scenario

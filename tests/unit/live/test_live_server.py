@@ -67,7 +67,7 @@ async def _health(server) -> dict:
 
 
 def _expected_retry_after(t: float) -> int:
-    """Spec 7 / DESIGN: whole seconds, ceil, at least 1, to the next 12 s window."""
+    """Spec 7 (docs: assumptions): whole seconds, ceil, at least 1, to the next 12 s window."""
     return max(1, math.ceil((math.floor(t / 12.0) + 1) * 12.0 - t))
 
 
@@ -139,7 +139,7 @@ def test_window_exhausted_rpc_gets_32005_and_sizing_434_with_retry_after(tmp_pat
                 assert r.status_code == 200
             assert codes == ["ok"] * 5 + [-32005]
             assert r.json()["error"]["message"] == "rate limit exceeded"
-            assert "retry-after" not in r.headers  # JSON-RPC: no Retry-After (DESIGN)
+            assert "retry-after" not in r.headers  # JSON-RPC: no Retry-After
             # svc_pendingBlock is unbilled: still served with the window exhausted
             r = await _rpc(c, server, "svc_pendingBlock")
             assert "result" in r.json()

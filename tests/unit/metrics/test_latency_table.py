@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.metrics.figures import ecdf_table
+from sim.metrics.tables import ecdf_table
 
 
 @settings(max_examples=60, deadline=None)

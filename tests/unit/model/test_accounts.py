@@ -306,10 +306,10 @@ def test_a_key_of_no_account_gets_401_and_counts_for_no_account():
 # -- the ready scenario ---------------------------------------------------------------
 
 def test_two_accounts_workload_two_rpc_vs_one_all_3_apis():
-    """The README's question on workloads/two-accounts.toml (10 minutes of it): the split
-    costs two RPC prices, each account reports its own figures, and the same traffic on
-    one All 3 APIs account (8,400 CU pooled) throttles less than the split (4,000 CU
-    each, the indexer's bursts on its own)."""
+    """The question of docs/how-to/choose-a-tier.md on workloads/two-accounts.toml (10
+    minutes of it): the split costs two RPC prices, each account reports its own
+    figures, and the same traffic on one All 3 APIs account (8,400 CU pooled) throttles
+    less than the split (4,000 CU each, the indexer's bursts on its own)."""
     overrides = ["duration=600"]
     split = sim.run(str(WORKLOAD), overrides=overrides)
     t = split.summary.tiers[0]

@@ -10,6 +10,7 @@ the old report back; ``.NAME.lock`` beside the folder keeps a second run out.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -44,15 +45,17 @@ def listing(folder: Path) -> list[str]:
 def no_simulation(monkeypatch):
     def fail(*a, **k):
         raise AssertionError("simulated although the folder is refused")
-    monkeypatch.setattr("sim.runner.run.run", fail)
-    monkeypatch.setattr("sim.api.run", fail)
+    # sim.api first: imported while sim.runner.run.run was patched, it bound the patch
+    # for good (`from .runner.run import run`) and later tests "simulated".
+    monkeypatch.setattr(importlib.import_module("sim.api"), "run", fail)
+    monkeypatch.setattr(importlib.import_module("sim.runner.run"), "run", fail)
 
 
 def test_every_report_carries_the_marker(tmp_path, scenario):
     out = tmp_path / "rep"
     assert run(scenario, out).exit_code == 0
     marker = (out / ".capsim-report").read_text(encoding="utf-8")
-    assert f"capsim_version = {sim.__version__}" in marker
+    assert f'capsim_version = "{sim.__version__}"' in marker
 
 
 def test_a_folder_that_is_not_a_report_is_refused_untouched(tmp_path, scenario, monkeypatch):

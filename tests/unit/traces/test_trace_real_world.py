@@ -445,7 +445,7 @@ def test_a_csv_row_with_a_wrong_field_count_and_a_bad_byte_prints_no_traceback(t
                           "import", str(src), "--out", str(tmp_path / "o.parquet")],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 2
-    assert res.stderr.strip() == f"{src}:5: line: expected UTF-8 text"
+    assert res.stderr.strip() == f"capsim: error: {src}:5: line: expected UTF-8 text"
 
 
 # -- replaying imported provider traffic through method_map ----------------------------------

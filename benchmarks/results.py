@@ -1,0 +1,71 @@
+"""Where a benchmark's figures go: one JSON file per benchmark under ``benchmarks/results/``.
+
+Each benchmark script calls :func:`add_json_option` on its parser (``--json PATH``,
+default ``benchmarks/results/<name>.json``; ``--json -`` writes nothing) and, once
+measured, :func:`write` with its figures. The file records how they were measured (the
+command line, the machine's CPU count and load average, capsim's version and commit) so
+``python -m benchmarks.tables`` can render the documentation's tables from it
+(docs/reference/benchmarks.md): no figure is copied by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def add_json_option(parser: argparse.ArgumentParser, name: str) -> None:
+    """``--json PATH``: where to write the figures (default ``results/<name>.json``)."""
+    parser.add_argument("--json", metavar="PATH", default=str(RESULTS / f"{name}.json"),
+                        help="write the figures as JSON here (default: %(default)s; "
+                             "'-' for no file)")
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=RESULTS.parent,
+                             capture_output=True, text=True, check=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def write(path: str, name: str, figures: dict[str, Any], *,
+          load_before: float | None = None) -> None:
+    """Write ``figures`` (JSON-able) with how they were measured to ``path``."""
+    if path == "-":
+        return
+    from sim.core.version import __version__
+
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):  # where the file went is not how it was measured
+        if arg == "--json":
+            args = args[:i] + args[i + 2:]
+            break
+        if arg.startswith("--json="):
+            args = args[:i] + args[i + 1:]
+            break
+    document = {
+        "benchmark": name,
+        "command": " ".join(["python3", f"benchmarks/{Path(sys.argv[0]).name}", *args]),
+        "measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "capsim_version": __version__,
+        "commit": _commit(),
+        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "load_average_before": load_before,
+                    "load_average_after": round(os.getloadavg()[0], 2)},
+        "figures": figures,
+    }
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    print(f"figures written to {out}")

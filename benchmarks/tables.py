@@ -1,0 +1,256 @@
+"""The benchmarks page, rendered from the benchmarks' own result files.
+
+    python -m benchmarks.tables > docs/reference/benchmarks.md
+
+Each benchmark script writes ``benchmarks/results/<name>.json`` (``benchmarks/results.py``);
+this renders one section per benchmark from that file, or says the benchmark was not
+measured in this revision when the file is missing. No figure on the page is typed by
+hand. ``tests/meta/test_benchmark_tables.py`` fails when the page differs from what this
+prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+COMMAND = "python -m benchmarks.tables > docs/reference/benchmarks.md"
+
+
+def table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A Markdown table; numbers right-aligned."""
+    aligns = ["---:" if rows and isinstance(rows[0][i], (int, float)) and
+              not isinstance(rows[0][i], bool) else "---" for i in range(len(header))]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(aligns) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 100 else f"{value:,.0f}"
+    return str(value)
+
+
+def engine(f: dict) -> list[str]:
+    rows = [
+        ["bare SimPy loop (a process per request), requests / CPU-s",
+         f["bare_requests_per_cpu_s"], 1.0],
+        ["SimPy floor (3 events per request), requests / CPU-s",
+         f["floor_requests_per_cpu_s"], f["ratio_floor"]],
+        ["capsim model, streams on, attempts / CPU-s",
+         f["model_streams_on_attempts_per_cpu_s"], f["ratio_streams_on"]],
+        ["capsim model, no streams, attempts / CPU-s",
+         f["model_no_streams_attempts_per_cpu_s"], f["ratio_no_streams"]],
+    ]
+    out = [f"Scenario `{f['scenario']}`, {f['duration_s']:g} s simulated, {f['tiers']} "
+           f"tier(s), medians of {f['repeat']} repeats. SimPy events per attempt: "
+           f"{_cell(f['events_per_attempt_streams_on'])} with streams, "
+           f"{_cell(f['events_per_attempt_no_streams'])} without.", ""]
+    out += table(["figure", "value", "÷ bare loop (same run)"], rows)
+    if "least_work_us" in f:
+        out += ["", "Least work per admitted attempt (CPU µs, each piece alone):", ""]
+        out += table(["piece", "CPU µs"], [[k, v] for k, v in f["least_work_us"].items()])
+        out += ["", f"A model doing only this would reach {_cell(f['best_ratio'])}× the bare "
+                f"loop; the model takes {_cell(f['us_per_attempt_no_streams'])} µs per "
+                f"attempt without streams, {_cell(f['us_per_attempt_streams_on'])} with."]
+    return out
+
+
+def ws_publish(f: dict) -> list[str]:
+    rows = [["streams on", f["events_streams_on"], f["attempts_streams_on"],
+             f["cpu_s_streams_on"]],
+            ["streams off", f["events_streams_off"], f["attempts_streams_off"],
+             f["cpu_s_streams_off"]]]
+    out = [f"Scenario `{f['scenario']}`, {f['duration_s']:g} s simulated, every tier; CPU "
+           f"medians of {f['repeat']}. The event counts are exact (the same on any "
+           "machine); the CPU seconds are not.", ""]
+    out += table(["run", "SimPy events", "attempts", "CPU s"], rows)
+    out += ["", f"The websocket side: {_cell(f['events_websockets'])} events, "
+            f"{f['cpu_share_websockets']:.1%} of the CPU."]
+    return out
+
+
+def startup(f: dict) -> list[str]:
+    rows = [[name, c["wall_ms"], c["cpu_ms"], c["ratio_to_python"], c["ratio_to_pydantic"]]
+            for name, c in f["commands"].items()]
+    return [f"Medians of {f['repeat']} runs after a warm-up, each in a fresh process.", ""] + \
+        table(["command", "wall ms", "CPU ms", "÷ `python -c pass`",
+               "÷ `import pydantic`"], rows)
+
+
+def spool(f: dict) -> list[str]:
+    rows = [[name, s["write_cpu_s"], s["read_cpu_s"], s["bytes_per_row"], s["spool_options"]]
+            for name, s in f["settings"].items()]
+    return [f"One tier's attempt rows (`{f['tier']}`, {f['duration_s']:g} s, {f['rows']:,} "
+            f"rows), CPU medians of {f['repeat']}.", ""] + \
+        table(["writer setting", "write CPU s", "read CPU s", "bytes / row",
+               "capsim's setting"], rows)
+
+
+def sweep(f: dict) -> list[str]:
+    rows = [["1 process", f["runs_per_min_1_process"], 1.0],
+            ["2 processes (local pool)", f["runs_per_min_pool_2"], f["ratio_pool_2"]],
+            ["Dask LocalCluster, 2 workers", f["runs_per_min_dask_local_2"],
+             f["ratio_dask_local_2"]]]
+    return [f"`{f['scenario']}`, {f['runs']} runs × {f['tiers']} tiers, "
+            f"{f['duration_s']:g} s each.", ""] + \
+        table(["executor", "runs / min", "÷ 1 process (same run)"], rows)
+
+
+def memory(f: dict) -> list[str]:
+    rows = [[p["tiers"], p["requests"], p["peak_rss_mib"]] for p in f["points"]]
+    return table(["tiers", "requests", "peak RSS MiB"], rows) + [
+        "", f"Least squares: base {_cell(f['base_mib'])} MiB, "
+        f"{_cell(f['bytes_per_request'])} bytes per request (once), "
+        f"{_cell(f['bytes_per_attempt_per_tier'])} bytes per attempt per tier."]
+
+
+def memory_runlength(f: dict) -> list[str]:
+    rows = [[p["duration"], p["wall_s"], p["peak_rss_parent_mib"],
+             p["peak_rss_largest_worker_mib"], p["ratio_to_first"]] for p in f["points"]]
+    return table(["duration", "wall s", "peak RSS parent MiB", "largest worker MiB",
+                  "÷ first duration"], rows)
+
+
+def day(f: dict) -> list[str]:
+    rows = [["wall s", f["wall_s"]], ["CPU s in all", f["cpu_s"]],
+            ["attempts", f["attempts"]], ["peak RSS in all, GiB", f["peak_rss_all_gib"]],
+            ["peak RSS parent, MiB", f["peak_rss_parent_mib"]],
+            ["peak RSS largest worker, MiB", f["peak_rss_largest_worker_mib"]],
+            ["requests.parquet bytes per attempt", f["requests_parquet_bytes_per_attempt"]]]
+    return [f"Duration {f['duration']}, {f['tiers']} tiers, `--jobs {f['jobs']}`.", ""] + \
+        table(["figure", "value"], rows)
+
+
+def day_phases(f: dict) -> list[str]:
+    rows = []
+    for k, v in f["phases_cpu_s"].items():
+        rows.append([k, v])
+        if k.startswith("simulation"):
+            rows.append(["… of which spool writing", f["spool_writing_cpu_s"]])
+    rows.append(["total", f["total_cpu_s"]])
+    return [f"Duration {f['duration']}, {f['tiers']} tiers, {f['attempts']:,} attempts; CPU "
+            "seconds of one process.", ""] + table(["phase", "CPU s"], rows)
+
+
+def trace_import(f: dict) -> list[str]:
+    rows = [[k, p["seconds"], p["rows"], p["peak_rss_mib"]] for k, p in f["phases"].items()]
+    return [f"{f['rows']:,} rows ({f['input_mib']:,.0f} MiB CSV, {f['time_format']} "
+            "timestamps).", ""] + table(["phase", "seconds", "rows", "peak RSS MiB"], rows) + [
+        "", f"Import ÷ Arrow's bare CSV read (same run): "
+        f"{_cell(f['ratio_import_to_baseline'])}; replay memory about "
+        f"{_cell(f['replay_bytes_per_row'])} bytes per kept row."]
+
+
+def instructions(f: dict) -> list[str]:
+    return table(["tiers", "duration s", "streams", "instructions in the runs"],
+                 [[f["tiers"], f["duration_s"], f["streams"], f["instructions_runs"]]])
+
+
+def calibrate(f: dict) -> list[str]:
+    rows = [[r["rows"], r["decisions"], r["seconds"], r["replay_floor_s"],
+             r["ratio_to_floor"], r["lp_cells_tried"]] for r in f["runs"]]
+    return table(["rows", "decisions", "calibrate s", "one replay s (floor)",
+                  "÷ floor (same run)", "phase cells tried"], rows) + [
+        "", f"Bar: 10,000 rows in under {f['limit_s_at_10000_rows']} s."]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    title: str
+    script: str
+    what: str
+    render: Callable[[dict], list[str]]
+
+
+BENCHMARKS = [
+    Benchmark("engine", "Engine speed", "bench_engine.py",
+              "Simulated attempts per CPU-second of the full model (`TierRun` on the default "
+              "scenario), with and without its websocket clients, against a bare SimPy loop "
+              "and the SimPy floor run over the same arrival times in the same repeat; "
+              "`--breakdown` adds the least work per attempt, piece by piece.", engine),
+    Benchmark("ws_publish", "Websocket publishing", "bench_ws_publish.py",
+              "SimPy events and CPU of every tier's run, with the scenario's websocket clients "
+              "and without them.", ws_publish),
+    Benchmark("startup", "Start-up of the light commands", "bench_startup.py",
+              "`capsim --help`, `capsim tiers` and `capsim validate` of each scenario in "
+              "fresh processes, against bare Python and bare pydantic in the same run "
+              "(`--against DIR` compares with another checkout).", startup),
+    Benchmark("spool", "Spool files", "bench_spool.py",
+              "CPU to write and read back one tier's attempt rows as Parquet row groups, per "
+              "writer setting, and the bytes per row.", spool),
+    Benchmark("sweep", "Sweep throughput", "bench_sweep.py",
+              "Sweep runs per minute sequentially, on a 2-process pool and on a 2-worker Dask "
+              "LocalCluster, as ratios to one process in the same run.", sweep),
+    Benchmark("memory", "Memory per request", "bench_memory.py",
+              "Peak memory of whole `capsim run`s at two request counts on 1 and 3 tiers, and "
+              "the bytes per request and per attempt the run-size guard assumes.", memory),
+    Benchmark("memory_runlength", "Memory against run length", "bench_memory_runlength.py",
+              "Peak RSS of one tier's run of the default scenario at several durations "
+              "(by default 1 h, 6 h and 24 h): is memory flat in run length?", memory_runlength),
+    Benchmark("day", "A day on every tier", "bench_day.py",
+              "The default scenario on every tier with `--jobs 2` (by default for 24 h): wall "
+              "time, CPU, peak memory of the parent and its workers together.", day),
+    Benchmark("day_phases", "Where a run's CPU goes", "bench_day_phases.py",
+              "CPU seconds per phase of a run in one process: simulation, per-tier parts, "
+              "requests.parquet, plots, report.", day_phases),
+    Benchmark("trace_import", "Trace import", "bench_trace_import.py",
+              "Importing a generated CSV trace (by default 10 million rows) and loading it "
+              "for replay, against Arrow's bare CSV reader.", trace_import),
+    Benchmark("calibrate", "Calibration against trace length", "bench_calibrate.py",
+              "`capsim calibrate` (joint identification by linear programming, decisions "
+              "only) on reference traces of growing length, against one replay of the same "
+              "trace in the same run.", calibrate),
+    Benchmark("instructions", "Machine instructions of the engine", "bench_instructions.py",
+              "The model's instruction count under callgrind: a figure independent of the "
+              "machine's load (needs valgrind).", instructions),
+]
+
+
+def render(results: Path = RESULTS) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"<!-- Generated by `{COMMAND}` from benchmarks/results/*.json;",
+        "     do not edit by hand (tests/meta/test_benchmark_tables.py checks it). -->",
+        "",
+        "Each script in `benchmarks/` measures its figure next to a floor measured in the "
+        "same run",
+        "(seconds move with the machine's load; ratios to the floor and counts move much "
+        "less) and",
+        "writes its results to `benchmarks/results/<name>.json`. This page is rendered from "
+        "those",
+        "files; a benchmark without one was not measured in this revision.",
+    ]
+    for b in BENCHMARKS:
+        lines += ["", f"## {b.title}", "", b.what, ""]
+        path = results / f"{b.name}.json"
+        if not path.exists():
+            lines += [f"*Not measured in this revision.* Run `python3 benchmarks/{b.script}` "
+                      f"(it writes `benchmarks/results/{b.name}.json`), then `{COMMAND}`."]
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        m = data["machine"]
+        load = (f"load average {_cell(m['load_average_before'])} before, "
+                if m.get("load_average_before") is not None else "load average ")
+        lines += [f"Measured by `{data['command']}` on {data['measured_at']}, capsim "
+                  f"{data['capsim_version']} (commit {data['commit'] or 'unknown'}), "
+                  f"{m['cpu_count']} CPUs, {load}{_cell(m['load_average_after'])} after.", ""]
+        lines += b.render(data["figures"])
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(render(), end="")

@@ -1,0 +1,880 @@
+"""The prices, window phase and refund rule the recorded decisions identify, jointly, by
+linear programming.
+
+With the window phase and the refund rule fixed, every recorded CU decision is a linear
+inequality in the price vector ``theta`` (:mod:`.costs`): reservations and settlements are
+linear in the prices, so the CU a window holds just before a request is ``C @ theta + c``
+(its admitted reservations so far, minus the refunds it received) and
+
+* a request recorded admitted says ``(C + R) @ theta + c <= budget``;
+* a request recorded throttled says ``(C + R) @ theta + c > budget``, taken as
+  ``>= budget * (1 + THROTTLE_MARGIN)``: an LP cannot hold a strict inequality, and a
+  margin of 1e-6 of the budget (0.0084 CU on an 8,400 CU window) is far below any price
+  step a trace could resolve, so it excludes no price a trace can tell apart.
+
+Settling never refunds more than was reserved (the reservation is the maximum the spec
+allows), so every sizing request with a recorded gas figure also says ``S @ theta <=
+R @ theta``. The set of prices meeting all of them is a polyhedron; each price's interval
+is its projection (:func:`solve` minimises and maximises the price over it: two LPs per
+price, scipy's HiGHS), so no interval excludes a value consistent with the data. A gas
+cap is a ratio of two unknowns (cap CU / CU per gas); its interval comes from the
+Charnes-Cooper transform of the linear-fractional program, exact as well.
+
+The phase enters only through which window each event falls in, and that assignment
+changes only where the phase crosses the UTC time (mod 12 s) of an event (a request or a
+settlement): the candidates are the midpoints between those breakpoints
+(:func:`breakpoints`). The refund rule (``origin-window`` or ``current-window``) decides
+where a refund lands. Under ``current-window`` a refund that lands in a later window can
+take that window's counter below zero, and the counter is clipped at zero: which refunds
+clip is a *pattern* fixed per LP (each choice adds its own linear condition), found by
+iterating from "no clipping unless the window held nothing" to a pattern that is
+consistent at the LP's own solution (:func:`feasible`). The identified set is then exact
+for that pattern; another clipping pattern could in principle add a disjoint piece.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from itertools import combinations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from ..core.vocabulary import WINDOW_S
+from .costs import CostModel
+from .recorded import KIND_SIZE, Recorded
+
+RULES = ("origin-window", "current-window")
+Predict = Callable[[np.ndarray, float, str], np.ndarray]
+"""``predict(theta, phase, rule)``: the replay's predicted class of every trace row."""
+THROTTLE_MARGIN = 1e-6
+"""A throttled request's window plus its reservation exceeds the budget by at least this
+fraction of the budget (see the module doc)."""
+_FEAS_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Events:
+    """The phase-independent pieces of a trace's decisions (rows in time order).
+
+    ``dec``: rows whose recorded outcome is a CU decision (admitted or throttled, billed,
+    compared); ``res``: admitted billed rows (they hold their reservation);
+    ``ref``: admitted rows whose settlement refunds part of the reservation, with the
+    refund as ``ref_vec @ theta + ref_const`` at time ``ref_t``.
+    """
+
+    n_prices: int
+    utc0: float                  # seconds after 00:00 UTC at t = 0
+    dec: np.ndarray
+    dec_t: np.ndarray
+    dec_admitted: np.ndarray
+    dec_R: np.ndarray
+    dec_type: np.ndarray         # equal ids: identical reservations
+    res: np.ndarray
+    res_t: np.ndarray
+    res_R: np.ndarray
+    ref: np.ndarray
+    ref_t: np.ndarray            # settlement time
+    ref_origin_t: np.ndarray     # reservation time
+    ref_vec: np.ndarray
+    ref_const: np.ndarray
+    hard_A: np.ndarray           # phase-independent rows: hard_A @ theta <= hard_b
+    hard_b: np.ndarray
+    rec: Recorded | None = None
+    model: CostModel | None = None
+
+
+def flipped(ev: Events, flip: np.ndarray | None) -> Events:
+    """``ev`` with the outcomes of the decisions ``flip`` (positions in ``ev.dec``) read
+    as the opposite: a row taken as mislabelled, so a recorded admission holds nothing in
+    its window and a recorded throttle holds its reservation."""
+    if flip is None or not len(flip) or ev.rec is None:
+        return ev
+    rows = ev.dec[flip]
+    observed = ev.rec.observed.copy()
+    observed[rows] = np.where(observed[rows] == "ok", "throttled", "ok")
+    return build_events(replace(ev.rec, observed=observed), ev.model)
+
+
+def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None) -> Events:
+    """The decisions and the CU events of ``rec`` under ``model`` (``use``: the rows
+    allowed as decisions; default every compared one)."""
+    k = len(model.names)
+    billed = (model.R != 0).any(axis=1) if k else np.zeros(len(rec), bool)
+    compared = rec.compared if use is None else use
+    observed = rec.observed
+    # a handshake refused at the slot cap (435) or a daily refusal (402) holds nothing and
+    # is no CU decision
+    is_dec = compared & billed & ((observed == "ok") | (observed == "throttled"))
+    dec = np.flatnonzero(is_dec)
+    res = np.flatnonzero(billed & (observed == "ok"))
+    lat = np.nan_to_num(rec.latency_s, nan=0.0)
+    cu_known = ~np.isnan(rec.cu) & (observed == "ok")
+    # refund = R theta - settle; settle = S theta, or the recorded cu (a constant)
+    ref_vec = model.R - np.where(cu_known[:, None], 0.0, model.S)
+    ref_const = np.where(cu_known, -np.nan_to_num(rec.cu), 0.0)
+    # only a sizing request settles to something else than it reserved
+    sizing = rec.kind == KIND_SIZE
+    refunds = res[sizing[res] & ~((model.R[res] == model.S[res]).all(axis=1) &
+                                  ~cu_known[res])]
+    # physical limits: a settlement never exceeds its reservation
+    sizing_gas = np.flatnonzero((model.S != model.R).any(axis=1))
+    rows_A = [model.S[sizing_gas] - model.R[sizing_gas]]
+    rows_b = [np.zeros(len(sizing_gas))]
+    known = res[cu_known[res] & sizing[res]]
+    rows_A.append(-model.R[known])
+    rows_b.append(-rec.cu[known])
+    return Events(
+        n_prices=k, utc0=rec.utc_day_offset_s,
+        dec=dec, dec_t=rec.t_s[dec], dec_admitted=observed[dec] == "ok", dec_R=model.R[dec],
+        dec_type=(np.unique(model.R[dec], axis=0, return_inverse=True)[1].ravel()
+                  if len(dec) and k else np.zeros(len(dec), np.int64)),
+        res=res, res_t=rec.t_s[res], res_R=model.R[res],
+        ref=refunds, ref_t=rec.t_s[refunds] + lat[refunds], ref_origin_t=rec.t_s[refunds],
+        ref_vec=ref_vec[refunds], ref_const=ref_const[refunds],
+        hard_A=np.vstack(rows_A) if k else np.zeros((0, 0)),
+        hard_b=np.concatenate(rows_b), rec=rec, model=model)
+
+
+def breakpoints(ev: Events) -> np.ndarray:
+    """Sorted phases (s in [0, 12)) where some event changes window."""
+    t = np.concatenate([ev.dec_t, ev.res_t, ev.ref_t])
+    return np.unique(np.round((ev.utc0 + t) % WINDOW_S, 9))
+
+
+def candidate_phases(ev: Events, low: float = 0.0, high: float = WINDOW_S) -> np.ndarray:
+    """Midpoints between consecutive breakpoints (on the circle) within ``[low, high]``
+    (``high`` may exceed 12 for an arc that wraps); one phase per distinct assignment."""
+    bp = breakpoints(ev)
+    if bp.size == 0:
+        return np.array([0.5 * (low + high)])
+    nxt = np.append(bp[1:], bp[0] + WINDOW_S)
+    mids = 0.5 * (bp + nxt)
+    mids = np.concatenate([mids - WINDOW_S, mids, mids + WINDOW_S])
+    sel = mids[(mids >= low) & (mids <= high)]
+    return np.unique(sel % WINDOW_S) if sel.size else np.array([(0.5 * (low + high)) % 12])
+
+
+def phase_cell(ev: Events, phase: float) -> tuple[float, float]:
+    """The breakpoints either side of ``phase``: every phase between them assigns every
+    event to the same window."""
+    bp = breakpoints(ev)
+    if bp.size == 0:
+        return 0.0, WINDOW_S
+    p = phase % WINDOW_S
+    i = np.searchsorted(bp, p)
+    lo = bp[i - 1] if i > 0 else bp[-1] - WINDOW_S
+    hi = bp[i] if i < bp.size else bp[0] + WINDOW_S
+    return float(lo), float(hi)
+
+
+@dataclass
+class System:
+    """``A @ theta <= b`` for one phase, refund rule and clipping pattern: the first
+    ``n_dec`` rows are the decisions (in ``Events.dec`` order), the rest hard conditions."""
+
+    A: np.ndarray
+    b: np.ndarray
+    n_dec: int
+    cross: np.ndarray          # sorted-event positions of refunds landing in a later window
+    clipped: np.ndarray        # bool per cross refund
+
+
+def _window(ev: Events, t: np.ndarray, phase: float) -> np.ndarray:
+    return np.floor((ev.utc0 + t - phase) / WINDOW_S).astype(np.int64)
+
+
+def build_system(ev: Events, budget: float, phase: float, rule: str,
+                 clipped: np.ndarray | None = None, drop: np.ndarray | None = None,
+                 flip: np.ndarray | None = None) -> System:
+    """The linear system of the decisions at ``phase`` under ``rule`` (module doc);
+    ``clipped``: which cross-window refunds clip the counter at zero (current-window);
+    ``drop``: decisions (positions in ``ev.dec``) not imposed; ``flip``: those of them
+    read as mislabelled (:func:`flipped`)."""
+    ev = flipped(ev, flip)
+    k = ev.n_prices
+    # events: 0 settle (refund), 1 decision, 2 reservation; a settle at the time of a
+    # request comes first, a request's decision before its own reservation
+    w_ref = _window(ev, ev.ref_t, phase)
+    if rule == "origin-window":
+        keep = w_ref == _window(ev, ev.ref_origin_t, phase)
+    else:
+        keep = np.ones(len(ev.ref), bool)
+    ref_idx = np.flatnonzero(keep)
+    n_r, n_d, n_s = len(ref_idx), len(ev.dec), len(ev.res)
+    t = np.concatenate([ev.ref_t[ref_idx], ev.dec_t, ev.res_t])
+    typ = np.concatenate([np.zeros(n_r), np.ones(n_d), np.full(n_s, 2)]).astype(np.int8)
+    row = np.concatenate([ev.ref[ref_idx], ev.dec, ev.res])
+    vec = np.vstack([-ev.ref_vec[ref_idx], np.zeros((n_d, k)), ev.res_R]) if k else \
+        np.zeros((n_r + n_d + n_s, 0))
+    const = np.concatenate([-ev.ref_const[ref_idx], np.zeros(n_d), np.zeros(n_s)])
+    order = np.lexsort((typ, row, typ != 0, t))
+    # lexsort: last key primary -> time, then settles first, then row, then type
+    t, typ, row, vec, const = t[order], typ[order], row[order], vec[order], const[order]
+    win = _window(ev, t, phase)
+    full = np.hstack([vec, const[:, None]])
+    excl = np.vstack([np.zeros((1, k + 1)), np.cumsum(full, axis=0)])  # excl[e]: before e
+    n = len(t)
+    first = np.ones(n, bool)
+    first[1:] = win[1:] != win[:-1]
+    # cross-window refunds (current-window): candidates for clipping
+    is_ref = typ == 0
+    if rule == "current-window":
+        pos_in_ref = np.empty(n, np.int64)
+        pos_in_ref[is_ref] = np.arange(n_r)
+        origin_w = _window(ev, ev.ref_origin_t[ref_idx], phase)
+        cross = np.flatnonzero(is_ref)[(origin_w != w_ref[ref_idx])[
+            pos_in_ref[np.flatnonzero(is_ref)]]]
+    else:
+        cross = np.zeros(0, np.int64)
+    if clipped is None:
+        # a window that held nothing before the refund clips it whatever the prices
+        clipped = np.zeros(len(cross), bool)
+        if len(cross):
+            seg_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+            held = np.array([(typ[seg_start[e]:e] == 2).any() for e in cross], bool)
+            clipped = ~held
+    reset = first.copy()
+    reset_base = np.where(first, np.arange(n), -1)  # baseline index into excl
+    if len(cross):
+        cl = cross[clipped]
+        # after a clipped refund the counter is 0: baseline = the sum including it
+        nxt = cl + 1
+        inside = nxt < n
+        nxt = nxt[inside]
+        same = win[nxt] == win[cl[inside]]
+        reset[nxt[same]] = True
+        reset_base[nxt[same]] = nxt[same]
+    last = np.maximum.accumulate(np.where(reset, np.arange(n), 0))
+    base = excl[reset_base[last]]
+    # a clipped refund at e: the counter is 0 from e+1 on; the baseline for later events
+    # is excl[e + 1] = excl[reset position], as set above
+    counter = excl[:n] - base
+    dec_pos = np.empty(n_d, np.int64)
+    dec_mask = typ == 1
+    # positions in sorted order of each decision, back in ev.dec order
+    dec_sorted_rows = row[dec_mask]
+    where = np.flatnonzero(dec_mask)
+    rank = np.searchsorted(ev.dec, dec_sorted_rows)
+    dec_pos[rank] = where
+    cnt = counter[dec_pos]
+    lhs = cnt[:, :k] + ev.dec_R
+    rhs = budget - cnt[:, k]
+    sign = np.where(ev.dec_admitted, 1.0, -1.0)
+    A = lhs * sign[:, None]
+    b = np.where(ev.dec_admitted, rhs, -(rhs + budget * THROTTLE_MARGIN))
+    if drop is not None and len(drop):
+        keep_d = np.ones(n_d, bool)
+        keep_d[drop] = False
+        A, b = A[keep_d], b[keep_d]
+    blocks_A, blocks_b = [A, ev.hard_A], [b, ev.hard_b]
+    if len(cross):
+        c = counter[cross]
+        after = c + full[cross]  # counter minus the refund
+        sgn = np.where(clipped, 1.0, -1.0)
+        blocks_A.append(after[:, :k] * sgn[:, None])
+        blocks_b.append(-after[:, k] * sgn)
+    return System(np.vstack(blocks_A), np.concatenate(blocks_b), len(A), cross, clipped)
+
+
+def _cross_after(ev: Events, budget: float, phase: float, rule: str, clipped, theta,
+                 drop=None, flip=None):
+    sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
+    m = len(sys_.cross)
+    if not m:
+        return sys_, np.zeros(0, bool)
+    rows = sys_.A[-m:]
+    sgn = np.where(sys_.clipped, 1.0, -1.0)
+    val = (rows @ theta - sys_.b[-m:]) * sgn   # counter after the refund, unclipped
+    return sys_, val < 0
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """Prices in units of one budget's worth of their largest coefficient (conditioning)."""
+
+    scale: np.ndarray
+
+    @classmethod
+    def of(cls, model: CostModel, budget: float) -> Scaled:
+        k = len(model.names)
+        if not k:
+            return cls(np.ones(0))
+        mx = np.maximum(np.abs(model.R).max(axis=0), np.abs(model.S).max(axis=0))
+        return cls(np.where(mx > 0, budget / np.maximum(mx, 1e-300), 1.0))
+
+
+def _lp(c, A, b, bounds, A_eq=None, b_eq=None):
+    res = linprog(c, A_ub=A, b_ub=b, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    return res
+
+
+def _bounds_x(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray):
+    return [(lo[j] / scale[j], None if not math.isfinite(hi[j]) else hi[j] / scale[j])
+            for j in range(len(scale))]
+
+
+def _rows(sys_: System, budget: float, scale: np.ndarray):
+    return sys_.A * scale[None, :] / budget, sys_.b / budget
+
+
+def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
+             lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
+             clipped: np.ndarray | None = None, flip: np.ndarray | None = None
+             ) -> tuple[System, np.ndarray] | None:
+    """A feasible ``(system, theta)`` at ``phase`` under ``rule``, or None. Under
+    ``current-window`` the clipping pattern is iterated to one consistent at the LP's own
+    point -- the most interior one, or where no point fits, the one of least worst
+    violation (at most 6 rounds)."""
+    for _ in range(6):
+        sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
+        A, b = _rows(sys_, budget, scale)
+        k = len(scale)
+        if A.shape[0] == 0:
+            return sys_, np.clip(np.nan_to_num(lo), 0, None)
+        # the most interior point (largest common slack, capped): a point well inside
+        r = _lp(np.append(np.zeros(k), -1.0),
+                np.hstack([A, np.ones((len(A), 1))]), b,
+                _bounds_x(lo, hi, scale) + [(None, 1.0)])
+        if r.status != 0:
+            return None
+        theta = r.x[:k] * scale
+        fits = r.x[-1] >= -_FEAS_TOL
+        if not len(sys_.cross):
+            return (sys_, theta) if fits else None
+        # the pattern at this point (interior if it fits, least worst violation if not)
+        _, want = _cross_after(ev, budget, phase, rule, sys_.clipped, theta, drop, flip)
+        if np.array_equal(want, sys_.clipped):
+            return (sys_, theta) if fits else None
+        clipped = want
+    return None
+
+
+def elastic(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
+            lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
+            flip: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+    """The least total violation (L1, in budgets) of the decisions at ``phase``: its value,
+    each decision's violation and the prices reaching it."""
+    sys_ = build_system(ev, budget, phase, rule, None, drop, flip)
+    A, b = _rows(sys_, budget, scale)
+    k, nd, m = len(scale), sys_.n_dec, A.shape[0]
+    S = sp.vstack([sp.eye(nd, format="csr"), sp.csr_matrix((m - nd, nd))])
+    A_full = sp.hstack([sp.csr_matrix(A), -S], format="csr")
+    c = np.concatenate([np.zeros(k), np.ones(nd)])
+    r = _lp(c, A_full, b, _bounds_x(lo, hi, scale) + [(0, None)] * nd)
+    if r.status != 0:
+        return math.inf, np.zeros(nd), np.full(k, np.nan)
+    return float(r.fun), r.x[k:], r.x[:k] * scale
+
+
+def project(sys_: System, budget: float, scale: np.ndarray, lo: np.ndarray,
+            hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each price's min and max over the system (inf where unbounded above)."""
+    A, b = _rows(sys_, budget, scale)
+    k = len(scale)
+    low, high = np.full(k, np.nan), np.full(k, np.nan)
+    bounds = _bounds_x(lo, hi, scale)
+    for j in range(k):
+        c = np.zeros(k)
+        c[j] = 1.0
+        r = _lp(c, A, b, bounds)
+        low[j] = r.x[j] * scale[j] if r.status == 0 else np.nan
+        r = _lp(-c, A, b, bounds)
+        high[j] = r.x[j] * scale[j] if r.status == 0 else (math.inf if r.status == 3
+                                                            else np.nan)
+    return low, high
+
+
+def ratio_range(sys_: System, budget: float, scale: np.ndarray, lo: np.ndarray,
+                hi: np.ndarray, num: int, den: int) -> tuple[float, float]:
+    """Min and max of ``theta[num] / theta[den]`` over the system (Charnes-Cooper:
+    ``y = tau * x``, ``tau = 1 / x[den]``); inf where unbounded."""
+    A, b = _rows(sys_, budget, scale)
+    k = len(scale)
+    # variables (y_0..y_k-1, tau): A y - b tau <= 0; y_den = 1; lo tau <= y <= hi tau
+    rows = [np.hstack([A, -b[:, None]])]
+    xl = np.array([bd[0] for bd in _bounds_x(lo, hi, scale)])
+    xh = np.array([np.inf if bd[1] is None else bd[1] for bd in _bounds_x(lo, hi, scale)])
+    eye = np.eye(k)
+    rows.append(np.hstack([-eye, xl[:, None]]))          # -y + lo tau <= 0
+    fin = np.isfinite(xh)
+    rows.append(np.hstack([eye[fin], -xh[fin][:, None]]))  # y - hi tau <= 0
+    A_ub = np.vstack(rows)
+    b_ub = np.zeros(len(A_ub))
+    A_eq = np.zeros((1, k + 1))
+    A_eq[0, den] = 1.0
+    bounds = [(None, None)] * k + [(0, None)]
+    out = []
+    for sgn in (1.0, -1.0):
+        c = np.zeros(k + 1)
+        c[num] = sgn
+        r = _lp(c, A_ub, b_ub, bounds, A_eq, np.array([1.0]))
+        if r.status == 0:
+            out.append(r.x[num] * scale[num] / scale[den])
+        else:
+            out.append(math.inf if (r.status == 3 and sgn < 0) else math.nan)
+    return out[0], out[1]
+
+
+def centre(sys_: System, budget: float, scale: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+           width: np.ndarray) -> np.ndarray | None:
+    """The Chebyshev centre of the system in coordinates scaled by each price's interval
+    width (the point of the identified set farthest from every face, so every decision is
+    met with the largest margin); prices with an infinite interval are held at ``lo`` /
+    ``hi`` by the caller through their bounds."""
+    A, b = _rows(sys_, budget, scale)
+    k = len(scale)
+    w = np.where(np.isfinite(width) & (width > 0), width / scale, 1.0)
+    # in z = x / w: A diag(w) z + r ||row|| <= b
+    Az = A * w[None, :]
+    norms = np.linalg.norm(Az, axis=1)
+    A_ub = np.hstack([Az, norms[:, None]])
+    xb = _bounds_x(lo, hi, scale)
+    bounds = [(None if bd[0] is None else bd[0] / w[j],
+               None if bd[1] is None else bd[1] / w[j]) for j, bd in enumerate(xb)]
+    # the ball stays inside the price bounds too (held prices excepted)
+    extra, rhs = [], []
+    for j, (zl, zh) in enumerate(bounds):
+        if zl is not None and zh is not None and zh - zl <= 0:
+            continue
+        e = np.zeros(k + 1)
+        if zl is not None:
+            e[j], e[k] = -1.0, 1.0
+            extra.append(e.copy())
+            rhs.append(-zl)
+        if zh is not None:
+            e[j], e[k] = 1.0, 1.0
+            extra.append(e.copy())
+            rhs.append(zh)
+    if extra:
+        A_ub, b = np.vstack([A_ub, np.array(extra)]), np.concatenate([b, rhs])
+    r = _lp(np.append(np.zeros(k), -1.0), A_ub, b, bounds + [(0, None)])
+    if r.status != 0 or r.x[-1] < 1e-6:
+        return None  # no room: the set is flat in some direction (see vertex_mean)
+    return r.x[:k] * w * scale
+
+
+def vertex_mean(sys_: System, budget: float, scale: np.ndarray, lo: np.ndarray,
+                hi: np.ndarray) -> np.ndarray | None:
+    """The mean of the points where each price reaches its min and its max over the
+    system: in the set (a convex combination of its points), central among its extremes;
+    the point estimate where the set is too flat for a Chebyshev ball."""
+    A, b = _rows(sys_, budget, scale)
+    k = len(scale)
+    bounds = _bounds_x(lo, hi, scale)
+    pts = []
+    for j in range(k):
+        for sgn in (1.0, -1.0):
+            c = np.zeros(k)
+            c[j] = sgn
+            r = _lp(c, A, b, bounds)
+            if r.status == 0:
+                pts.append(r.x * scale)
+    return np.mean(pts, axis=0) if pts else None
+
+
+# -- the phase ------------------------------------------------------------------------
+
+
+def contradictions_at(ev: Events, phase: float) -> int:
+    """Decisions no price can explain at ``phase`` (a fast screen, no LP): a throttle in a
+    window that held no admitted reservation before it, and an admission after a throttle
+    of the identical reservation in the same window with no settlement in between (the
+    counter only grew, so if the first did not fit neither could the second)."""
+    if not len(ev.dec):
+        return 0
+    t = ev.dec_t
+    w = _window(ev, t, phase)
+    start_t = w * WINDOW_S + phase - ev.utc0
+    res_t = ev.res_t
+    held = np.searchsorted(res_t, t, "left") - np.searchsorted(res_t, start_t, "left")
+    thr = ~ev.dec_admitted
+    bad = int((thr & (held == 0)).sum())
+    ref_t = np.concatenate([[-np.inf], np.sort(ev.ref_t)])
+    last_ref = ref_t[np.searchsorted(ref_t, t, "right") - 1]
+    seg_start = np.maximum(start_t, last_ref)
+    for typ in np.unique(ev.dec_type):
+        mine = ev.dec_type == typ
+        tt = np.sort(t[mine & thr])
+        if not tt.size:
+            continue
+        adm = mine & ev.dec_admitted
+        n_before = np.searchsorted(tt, t[adm], "left") - np.searchsorted(
+            tt, seg_start[adm], "left")
+        bad += int((n_before > 0).sum())
+    return bad
+
+
+@dataclass
+class Fit:
+    """One feasible phase cell and refund rule with its system and an interior point."""
+
+    phase: float
+    cell: tuple[float, float]
+    rule: str
+    system: System
+    theta: np.ndarray
+
+
+@dataclass
+class Identified:
+    """What :func:`identify` found."""
+
+    fits: list[Fit]
+    dropped: np.ndarray              # positions in Events.dec left out (fewest found)
+    flipped: np.ndarray              # those of them read as mislabelled
+    low: np.ndarray
+    high: np.ndarray
+    ratio: dict[tuple[int, int], tuple[float, float]]
+    theta: np.ndarray                # the point estimate (Chebyshev centre)
+    system: System                   # the system at the point's phase cell and rule
+    phase: float
+    phase_low: float
+    phase_high: float
+    rule: str
+    rules: tuple[str, ...]
+    candidates_tried: int
+    projected_on: int
+    notes: list[str]
+
+
+def _arc_runs(grid: np.ndarray, hit: np.ndarray) -> list[tuple[float, float]]:
+    """Runs of ``hit`` on the circular ``grid`` as (low, high) with high possibly > 12."""
+    if hit.all():
+        return [(0.0, WINDOW_S)]
+    n = len(grid)
+    start = int(np.flatnonzero(~hit)[0])
+    runs, cur = [], None
+    for s in range(n):
+        i = (start + s) % n
+        g = grid[i] + (WINDOW_S if start + s >= n else 0.0)
+        if hit[i]:
+            cur = (g, g) if cur is None else (cur[0], g)
+        elif cur is not None:
+            runs.append(cur)
+            cur = None
+    if cur is not None:
+        runs.append(cur)
+    return runs
+
+
+def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
+                 ) -> list[tuple[float, float]]:
+    """The arcs of phases with the fewest price-free contradictions
+    (:func:`contradictions_at`) on a ``step`` grid, within ``arc`` (from Retry-After)
+    when given; each widened by one step either side (``high`` may exceed 12)."""
+    if arc is None:
+        grid = np.arange(0.0, WINDOW_S, step)
+    else:
+        grid = np.arange(arc[0], arc[1] + step / 2, step)
+    score = np.array([contradictions_at(ev, g % WINDOW_S) for g in grid])
+    hit = score == score.min()
+    if arc is None:
+        runs = _arc_runs(grid, hit)
+    else:
+        runs = [(grid[r[0]], grid[r[-1]]) for r in np.split(
+            np.flatnonzero(hit), np.flatnonzero(np.diff(np.flatnonzero(hit)) > 1) + 1)]
+    return [(lo - step, hi + step) for lo, hi in runs]
+
+
+def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
+                 lo: np.ndarray, hi: np.ndarray, max_windows: int = 40,
+                 max_flips: int = 3, top: int = 8, predict: Predict | None = None
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Decisions to leave out so that the rest fit: ``(out, flip)``, positions in
+    ``ev.dec``; ``flip`` (a subset of ``out``) are read as mislabelled.
+
+    An exact minimum is a MILP with one binary per decision, and worse: a mislabelled
+    row also changes what its window holds, so leaving it out is not enough (its
+    reservation is in the window or missing from it). Instead, by window: the L1-elastic
+    LP (least total violation) names the decision it misses most and its whole window is
+    left out (windows are independent, so the error cannot spread), until the rest fit
+    (an LP verifies it; at most ``max_windows``). Then each window left out is tried
+    back with up to ``max_flips`` of its decisions read as mislabelled: first those the
+    replay (``predict``) at an interior point of the rest's prices predicts otherwise
+    than recorded, all together; failing that, each of the
+    ``top`` decisions the elastic LP misses most is tried alone, and when none fits the
+    one missed most is kept flipped and the next tried; then the smallest subset of the
+    flips found that still fits is kept. A window that does not fit stays out whole.
+    No row is left out silently: the caller names every one."""
+    win = _window(ev, ev.dec_t, phase)
+    out = np.zeros(0, np.int64)
+    flip = np.zeros(0, np.int64)
+    gone: list[int] = []
+    for _ in range(max_windows):
+        if feasible(ev, budget, phase, rule, scale, lo, hi, out) is not None:
+            break
+        val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi, out)
+        if not math.isfinite(val):
+            return None
+        kept = np.setdiff1d(np.arange(len(ev.dec)), out)
+        worst = kept[int(np.argmax(viol))]
+        gone.append(int(win[worst]))
+        out = np.union1d(out, np.flatnonzero(win == win[worst]))
+    else:
+        return None
+    guess = None
+    if gone and predict is not None:
+        rest = feasible(ev, budget, phase, rule, scale, lo, hi, out)
+        if rest is not None:
+            pred = predict(rest[1], phase, rule)[ev.dec]
+            guess = pred != np.where(ev.dec_admitted, "ok", "throttled")
+    def fits(o: np.ndarray, f: np.ndarray) -> bool:
+        return feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None
+
+    for w in gone:
+        mine = np.flatnonzero(win == w)
+        base_out = np.setdiff1d(out, mine)
+        found = None
+        if guess is not None and 0 < guess[mine].sum() <= max_flips:
+            odd = mine[guess[mine]]
+            if fits(np.union1d(base_out, odd), np.union1d(flip, odd)):
+                found = odd
+        if found is None:
+            trial = np.zeros(0, np.int64)
+            for _ in range(max_flips + 1):
+                if fits(np.union1d(base_out, trial), np.union1d(flip, trial)):
+                    found = trial
+                    break
+                _val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi,
+                                          np.union1d(base_out, trial),
+                                          flip=np.union1d(flip, trial))
+                kept = np.setdiff1d(np.arange(len(ev.dec)), np.union1d(base_out, trial))
+                ranked = kept[np.argsort(-viol)][:top]
+                ranked = ranked[win[ranked] == w]
+                if not ranked.size:
+                    break
+                for r in ranked:  # the rows missed most, each alone
+                    t2 = np.union1d(trial, [r])
+                    if fits(np.union1d(base_out, t2), np.union1d(flip, t2)):
+                        found = t2
+                        break
+                if found is not None:
+                    break
+                trial = np.union1d(trial, ranked[:1])
+        if found is None:
+            continue  # the window stays out whole
+        # the smallest subset of what was found that still fits
+        for size in range(1, len(found)):
+            sub = next((np.array(c) for c in combinations(found.tolist(), size)
+                        if fits(np.union1d(base_out, c), np.union1d(flip, c))), None)
+            if sub is not None:
+                found = sub
+                break
+        out, flip = np.union1d(base_out, found), np.union1d(flip, found)
+    return out, flip
+
+
+def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+             *, arc: tuple[float, float] | None = None, rules: tuple[str, ...] = RULES,
+             ratios: tuple[tuple[int, int], ...] = (), fixed_phase: float | None = None,
+             prefer: np.ndarray | None = None, max_projections: int = 8,
+             max_scan: int = 60, max_arcs: int = 4, predict: Predict | None = None
+             ) -> Identified | None:
+    """The phase cells and refund rules at which the decisions (all but the fewest
+    dropped) fit, and the prices' joint projection over them (module doc).
+
+    The phase is screened first without an LP (:func:`screen_phase`: the arcs of fewest
+    price-free contradictions, inside the Retry-After ``arc`` if any; the least violated
+    at its centre first, at most ``max_arcs``); the candidate cells in an arc are tried
+    from its middle outwards until one fits, then the feasible run
+    is grown cell by cell on each side until a cell fails (the feasible phases are taken
+    to be one run). Prices are projected on every feasible cell when there are at most
+    ``max_projections``, else on that many spread over the run, both ends included.
+    The point estimate is the Chebyshev centre (:func:`centre`) at the run's middle cell,
+    or where the set is too flat for one, the mean of its extreme points
+    (:func:`vertex_mean`);
+    a price the data do not bound above is held there at ``prefer`` (its given value)
+    raised to its lower bound."""
+    notes: list[str] = []
+    if fixed_phase is not None:
+        arcs = [(fixed_phase % WINDOW_S, fixed_phase % WINDOW_S)]
+    else:
+        arcs = screen_phase(ev, arc)
+    tried = 0
+
+    def cells_of(a_lo: float, a_hi: float) -> tuple[np.ndarray, np.ndarray, float]:
+        centre_ph = 0.5 * (a_lo + a_hi) % WINDOW_S
+        if fixed_phase is not None:
+            c = np.array([centre_ph])
+        else:
+            c = candidate_phases(ev, a_lo, a_hi)
+            # unwrap relative to the centre and sort
+            rel = (c - centre_ph + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2
+            c = centre_ph + np.sort(rel)
+        return c, np.argsort(np.abs(c - centre_ph)), centre_ph
+
+    arc_cells = [cells_of(*a) for a in arcs]
+    if len(arc_cells) > 1:
+        # several arcs free of contradictions: the least violated (at its centre) first
+        def violation(ac) -> float:
+            c, o, _ = ac
+            return min(elastic(ev, budget, c[o[0]] % WINDOW_S, r, scale, lo, hi)[0]
+                       for r in rules)
+        tried += len(arc_cells) * len(rules)
+        arc_cells.sort(key=violation)
+    drop = np.zeros(0, np.int64)
+    flip = np.zeros(0, np.int64)
+    start = None
+    fitting_arcs = 0
+    for c, o, _centre in arc_cells[:max_arcs]:
+        here = None
+        for i in o[:max_scan]:
+            for rule in rules:
+                tried += 1
+                if feasible(ev, budget, c[i] % WINDOW_S, rule, scale, lo, hi) is not None:
+                    here = int(i)
+                    break
+            if here is not None:
+                break
+        if here is not None:
+            fitting_arcs += 1
+            if start is None:
+                cands, order, start = c, o, here
+    if fitting_arcs > 1:
+        notes.append(f"the decisions fit phases in {fitting_arcs} separate arcs; the least "
+                     "violated is reported (a longer trace or Retry-After would tell them "
+                     "apart)")
+    if start is None:
+        # no cell fits every decision: the fewest to drop under each rule, at its cell
+        # of least violation (a spread of probes over the arcs); the rule and arc
+        # needing fewer win
+        best = None
+        for c, o, _ in arc_cells[:max_arcs]:
+            probe = o[:max_scan][:: max(1, len(o[:max_scan]) // 9)]
+            for rule in rules:
+                here = None
+                for i in probe:
+                    tried += 1
+                    val = elastic(ev, budget, c[i] % WINDOW_S, rule, scale, lo, hi)[0]
+                    if here is None or val < here[0]:
+                        here = (val, int(i))
+                if here is None:
+                    continue
+                d = fewest_drops(ev, budget, c[here[1]] % WINDOW_S, rule, scale, lo, hi,
+                                 predict=predict)
+                if d is not None and (best is None or len(d[0]) < len(best[0][0])):
+                    best = (d, here[1], c, o)
+        if best is None:
+            return None
+        (drop, flip), start, cands, order = best
+
+    def grow(drop: np.ndarray, flip: np.ndarray, start: int) -> tuple[list[Fit], int]:
+        """The feasible run of cells around ``start`` under each rule."""
+        fits: list[Fit] = []
+        n = 0
+        for rule in rules:
+            got: dict[int, Fit] = {}
+
+            def at(i: int, rule=rule, got=got) -> Fit | None:
+                if i in got:
+                    return got[i]
+                ph = cands[i] % WINDOW_S
+                f = feasible(ev, budget, ph, rule, scale, lo, hi, drop, flip=flip)
+                if f is None:
+                    return None
+                got[i] = Fit(ph, phase_cell(ev, ph), rule, f[0], f[1])
+                return got[i]
+
+            first = at(start)
+            n += 1
+            if first is None:
+                # this rule may fit a little further along the run
+                for i in order[:max_scan]:
+                    n += 1
+                    if at(int(i)) is not None:
+                        first = got[int(i)]
+                        break
+            if first is None:
+                continue
+            s0 = next(i for i, f in got.items() if f is first)
+            for step in (-1, 1):
+                i = s0 + step
+                while 0 <= i < len(cands):
+                    n += 1
+                    if at(i) is None:
+                        break
+                    i += step
+            fits += [got[i] for i in sorted(got)]
+        return fits, n
+
+    fits, n = grow(drop, flip, start)
+    tried += n
+    for _round in range(3 if len(drop) else 0):
+        # the drops were found at a probe cell; found again at the ends and the middle
+        # of the run they allow, they may be fewer (a cell off the true phase costs
+        # extra windows)
+        if not fits:
+            break
+        better = None
+        for f in {id(x): x for x in (fits[0], fits[len(fits) // 2], fits[-1])}.values():
+            d = fewest_drops(ev, budget, f.phase, f.rule, scale, lo, hi, predict=predict)
+            if d is not None and len(d[0]) < len(drop) and (
+                    better is None or len(d[0]) < len(better[0][0])):
+                better = (d, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
+        # every cell of the run: the rows the replay at an interior point predicts
+        # otherwise than recorded, all read as mislabelled (one replay and one LP)
+        if predict is not None:
+            for f in fits:
+                pred = predict(f.theta, f.phase, f.rule)[ev.dec]
+                odd = np.flatnonzero(pred != np.where(ev.dec_admitted, "ok", "throttled"))
+                size = len(drop) if better is None else len(better[0][0])
+                if 0 < len(odd) < size and feasible(ev, budget, f.phase, f.rule, scale, lo,
+                                                    hi, odd, flip=odd) is not None:
+                    better = ((odd, odd), int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
+        if better is None:
+            break
+        (drop, flip), i_best = better
+        fits, n = grow(drop, flip, i_best)
+        tried += n
+    if drop.size:
+        notes.append(f"no phase, refund rule and prices fit every decision: {len(drop)} "
+                     f"left out ({len(flip)} of them read as mislabelled)")
+    if not fits:
+        return None
+    fit_rules = tuple(r for r in rules if any(f.rule == r for f in fits))
+    # project on (a spread of) the feasible cells of every rule
+    chosen: list[Fit] = []
+    for r in fit_rules:
+        mine = [f for f in fits if f.rule == r]
+        if len(mine) > max_projections:
+            idx = np.unique(np.round(np.linspace(0, len(mine) - 1, max_projections)).astype(int))
+            notes.append(f"{len(mine)} phase cells fit under {r}; prices projected on "
+                         f"{len(idx)} of them spread over the run, both ends included")
+            mine = [mine[i] for i in idx]
+        chosen += mine
+    k = len(scale)
+    low, high = np.full(k, np.inf), np.full(k, -np.inf)
+    ratio: dict[tuple[int, int], tuple[float, float]] = {}
+    for f in chosen:
+        lo_f, hi_f = project(f.system, budget, scale, lo, hi)
+        low, high = np.fmin(low, lo_f), np.fmax(high, hi_f)
+        for pair in ratios:
+            a, b = ratio_range(f.system, budget, scale, lo, hi, *pair)
+            old = ratio.get(pair, (math.inf, -math.inf))
+            ratio[pair] = (min(old[0], a), max(old[1], b))
+    # the point: the Chebyshev centre at the middle cell of the preferred rule
+    rule = fit_rules[0]
+    mine = [f for f in fits if f.rule == rule]
+    mid = mine[len(mine) // 2]
+    width = high - low
+    unbounded = ~np.isfinite(high)
+    held = np.where(unbounded, np.fmax(low, np.nan_to_num(
+        prefer if prefer is not None else low, nan=0.0)), np.nan)
+    c_lo = np.where(unbounded, held, np.maximum(lo, low))
+    c_hi = np.where(unbounded, held, high)
+    theta = centre(mid.system, budget, scale, c_lo, c_hi, width)
+    if theta is None:
+        theta = vertex_mean(mid.system, budget, scale, c_lo, c_hi)
+    if theta is None:
+        theta = mid.theta
+    # the phase interval: the cells' union (unwrapped around the middle)
+    cells = [f.cell for f in fits]
+    ref = mid.phase
+    lows = [ref + ((c[0] - ref + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2) for c in cells]
+    highs = [lo_ + (c[1] - c[0]) for lo_, c in zip(lows, cells, strict=True)]
+    return Identified(fits, drop, flip, low, high, ratio, theta, mid.system, mid.phase,
+                      min(lows), max(highs), rule, fit_rules, tried, len(chosen), notes)

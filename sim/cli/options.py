@@ -1,0 +1,115 @@
+"""What every ``capsim`` command shares: its options, declared once, and its one way of
+reporting a user's mistake.
+
+Options: :func:`set_option`, :func:`tier_option`, :func:`jobs_option`,
+:func:`size_options`, :func:`force_option`; each has one help text, with a ``what``
+argument where the command's own words matter (``--tier``: "Simulate only this tier" or
+"Baseline only this tier").
+
+Errors: :func:`report_errors` is the one handler. A
+:class:`~sim.core.errors.CapsimError` prints ``capsim: error: <file>:<line>: <field>:
+<message>`` on stderr and exits with code 2, with no traceback; so do click's usage
+errors (an unknown option, a value of the wrong type: ``capsim: error: <click's message>
+(see `capsim CMD --help`)``) and the few failures
+that are not the user's mistake in the input but still need no traceback (a worker
+process killed, memory exhausted, a file that cannot be written). Every command runs
+under it: :class:`~sim.cli.main.CapsimGroup` wraps each invocation, and commands that
+can be invoked on their own (in tests) are wrapped by :func:`handled`.
+
+Light on purpose (click only): ``capsim --help`` imports this module.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from ..core.errors import USAGE_EXIT_CODE, CapsimError
+
+PREFIX = "capsim: error: "
+
+
+def set_option(help_text: str = "Override a scenario value, e.g. --set duration=600 "
+                                 "--set sources[0].arrival.rate=40 (value parsed as TOML).",
+               ) -> Callable:
+    """``--set KEY.PATH=VALUE`` (repeatable), into the ``overrides`` parameter."""
+    return click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+                        help=help_text)
+
+
+def tier_option(what: str = "Simulate only this tier",
+                default: str = "the scenario's tiers") -> Callable:
+    """``--tier NAME`` (repeatable), into the ``tiers`` parameter."""
+    return click.option("--tier", "tiers", multiple=True, metavar="NAME",
+                        help=f"{what} (repeatable); default: {default}.")
+
+
+def jobs_option(what: str = "Tiers simulated in parallel worker processes.") -> Callable:
+    """``--jobs N`` (default 1)."""
+    return click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+                        help=what)
+
+
+def size_options(f):
+    """``--max-requests N``: the run-size limit, checked before any demand is drawn."""
+    return click.option("--max-requests", type=click.IntRange(min=1), metavar="N",
+                        help="Refuse a run expected to simulate more than N requests per "
+                             "tier (HTTP requests, websocket handshakes and deliveries); "
+                             "default: the scenario's max_requests, else only the memory "
+                             "check.")(f)
+
+
+def force_option(f):
+    """``--force``: overwrite an output file that is not capsim's own output of its kind."""
+    return click.option("--force", is_flag=True,
+                        help="Overwrite output files even if they are not capsim's own "
+                             "output of the same kind.")(f)
+
+
+def _message(err: BaseException) -> str | None:
+    """The one-line message of a failure that gets no traceback, or None."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    if isinstance(err, CapsimError):
+        return err.render()
+    if isinstance(err, click.ClickException):  # a usage error: unknown option, bad value
+        where = err.ctx.command_path if getattr(err, "ctx", None) else "capsim"
+        return f"{err.format_message().rstrip('.')} (see `{where} --help`)"
+    if isinstance(err, BrokenProcessPool):
+        return ("a worker process ended abruptly (killed, or out of memory); nothing was "
+                "written. Run again, with fewer --jobs or a smaller scenario")
+    if isinstance(err, MemoryError):
+        return ("out of memory; nothing was written. Use a smaller scenario (shorter "
+                "duration, lower load), fewer --jobs, or --max-requests to be stopped "
+                "before a run that does not fit")
+    return None
+
+
+@contextmanager
+def report_errors() -> Iterator[None]:
+    """Turn a user's mistake (see the module docstring) into one line and exit code 2."""
+    try:
+        yield
+    except click.exceptions.Exit:
+        raise
+    except Exception as err:  # noqa: BLE001 - only the ones _message knows are caught
+        message = _message(err)
+        if message is None:
+            raise
+        click.echo(PREFIX + message, err=True)
+        raise click.exceptions.Exit(USAGE_EXIT_CODE) from None
+
+
+def handled(command: click.Command) -> click.Command:
+    """``command`` reporting errors as :func:`report_errors` when invoked on its own."""
+    invoke = command.invoke
+
+    @functools.wraps(invoke)
+    def wrapped(ctx):
+        with report_errors():
+            return invoke(ctx)
+    command.invoke = wrapped
+    return command
