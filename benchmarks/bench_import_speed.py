@@ -1,7 +1,7 @@
 """Import speed (CSV, JSONL, HAR) against Arrow's readers, and HAR import memory.
 
     python3 benchmarks/bench_import_speed.py [--rows 1000000] [--har 300000,3000000]
-        [--repeats 2] [--out benchmarks/results/import_speed.json]
+        [--repeats 2] [--json PATH]
 
 Generates ``--rows`` rows (``bench_trace_import.generate``: ISO-8601 timestamps, 100 keys,
 RPC / sizing / websocket mix, 2 % throttled and retried) as CSV and as JSONL (the same
@@ -161,20 +161,23 @@ def best_pair(floor: str, src: Path, floor_src: Path, tmp: Path, repeats: int):
 
 
 def main() -> None:
+    sys.path.insert(0, str(HERE))
+    from results import add_json_option
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--har", default="300000,3000000")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--har-floor-max", type=int, default=300_000,
                     help="measure the HAR floor (and repeats) only up to this many entries")
-    ap.add_argument("--out", default=str(HERE / "results" / "import_speed.json"))
+    add_json_option(ap, "import_speed")
     ap.add_argument("--phase", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     if a.phase:
         print(json.dumps(phase(*a.phase)))
         return
-    results: dict = {"benchmark": "bench_import_speed", "rows": a.rows, "formats": {},
-                     "har_memory": []}
+    results: dict = {"rows": a.rows, "formats": {}, "har_memory": []}
     with tempfile.TemporaryDirectory(prefix="capsim-import-") as tmp:
         tmp = Path(tmp)
         csv_path, jsonl_path = tmp / "t.csv", tmp / "t.jsonl"
@@ -217,9 +220,10 @@ def main() -> None:
                   f"{i['peak_mib']:>10,.0f}   ({n:,} entries, {size / 2**20:,.0f} MiB file)")
             har.unlink()
             lines.unlink(missing_ok=True)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {a.out}")
+    sys.path.insert(0, str(HERE))
+    from results import write
+
+    write(a.json, "import_speed", results, load_before=load_before)
 
 
 if __name__ == "__main__":

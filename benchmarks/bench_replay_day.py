@@ -1,7 +1,7 @@
 """Wall time of replaying a day of a 400 requests/s account against the nine tiers.
 
     python3 benchmarks/bench_replay_day.py [--hours 24] [--jobs 2] [--no-floor]
-        [--out benchmarks/results/replay_day.json]
+        [--json PATH]
 
 Writes a canonical trace of ``--hours`` hours at 400 requests/s (34.6 million rows for a
 day; ``bench_replay_memory.write_trace``: RPC calls and sizing requests, 1 % throttled,
@@ -16,7 +16,7 @@ on two cores: ``--hours 1`` gives the same figures per hour.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay_memory import RATE, write_trace  # noqa: E402
 from peak_child import CHILD, parse_peak  # noqa: E402
+from results import add_json_option, write  # noqa: E402
 
 SCENARIO = """name = "replay-day"
 duration = {duration}
@@ -57,14 +58,13 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-floor", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" /
-                                         "replay_day.json"))
+    add_json_option(ap, "replay_day")
     a = ap.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     duration = a.hours * 3600.0
     rows = int(RATE * duration)
     gib = 2**30
-    result: dict = {"benchmark": "bench_replay_day", "hours": a.hours, "rate_per_s": RATE,
-                    "rows": rows, "jobs": a.jobs}
+    result: dict = {"hours": a.hours, "rate_per_s": RATE, "rows": rows, "jobs": a.jobs}
     with tempfile.TemporaryDirectory(prefix="capsim-day-") as tmp:
         tmp = Path(tmp)
         trace = tmp / "day.parquet"
@@ -91,9 +91,7 @@ def main() -> None:
             print(f"floor (synthetic Poisson {RATE:g}/s): {floor['seconds'] / 60:.1f} min, "
                   f"peak RSS {floor['peak_rss_bytes'] / gib:.2f} GiB; replay / floor = "
                   f"{result['ratio_to_floor']:.2f}")
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {a.out}")
+    write(a.json, "replay_day", result, load_before=load_before)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Peak memory of replaying a recorded trace: flat in the trace's length.
 
     python3 benchmarks/bench_replay_memory.py [--rows 500000,4000000,20000000]
-        [--duration 600] [--out benchmarks/results/replay_memory.json]
+        [--duration 600] [--json PATH]
 
 Writes canonical traces of 400 requests/s (RPC calls and sizing requests, 1 % throttled
 so that recorded retries are looked for; row groups of 500,000 rows, as ``capsim trace
@@ -17,7 +17,7 @@ peak to the shortest's (the issue asks for at most 1.5); writes them as JSON.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peak_child import CHILD, parse_peak  # noqa: E402
+from results import add_json_option, write  # noqa: E402
 
 RATE = 400.0
 GROUP = 500_000
@@ -104,9 +105,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="500000,4000000,20000000")
     ap.add_argument("--duration", type=float, default=600.0)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" /
-                                         "replay_memory.json"))
+    add_json_option(ap, "replay_memory")
     a = ap.parse_args()
+    load_before = round(os.getloadavg()[0], 2)
     counts = [int(x) for x in a.rows.split(",")]
     mib = 2**20
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,12 +136,10 @@ def main() -> None:
         ratio = points[-1]["peak_rss_bytes"] / points[0]["peak_rss_bytes"]
         print(f"peak at {counts[-1]:,} rows / at {counts[0]:,} rows: {ratio:.2f} "
               f"(at most 1.5 asked)")
-    result = {"benchmark": "bench_replay_memory", "rate_per_s": RATE,
-              "duration_s": a.duration, "floor_peak_rss_bytes": floor,
-              "floor_seconds": floor_s, "points": points, "ratio_longest_to_shortest": ratio}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {a.out}")
+    write(a.json, "replay_memory", {
+        "rate_per_s": RATE, "duration_s": a.duration, "floor_peak_rss_bytes": floor,
+        "floor_seconds": floor_s, "points": points, "ratio_longest_to_shortest": ratio},
+        load_before=load_before)
 
 
 if __name__ == "__main__":
