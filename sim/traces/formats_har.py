@@ -127,9 +127,10 @@ def load_har(path: str, file: str) -> list:
     except (ValueError, RecursionError):
         raise CapsimError("not a HAR file: expected a JSON document", file=file) from None
     except MemoryError:
-        raise CapsimError("too large to load: a HAR file is read whole, and this one does "
-                          "not fit in memory; export fewer entries (or split the capture) "
-                          "and import the parts", file=file) from None
+        raise CapsimError("too large to load: this HAR file is read whole (the streaming "
+                          "parser refused it) and does not fit in memory; export fewer "
+                          "entries (or split the capture) and import the parts",
+                          file=file) from None
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
