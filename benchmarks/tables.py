@@ -116,6 +116,17 @@ def memory(f: dict) -> list[str]:
         f"{_cell(f['bytes_per_attempt_per_tier'])} bytes per attempt per tier."]
 
 
+def memory_queue(f: dict) -> list[str]:
+    rows = [[p["duration_s"], p["connections"], round(p["queued_closed_form"]),
+             round(p["peak_rss"] / 2**20, 1), round(p["estimate"] / 2**20, 1),
+             round(p["estimate"] / p["peak_rss"], 2)] for p in f["points"]]
+    return table(["duration s", "connections", "queue (closed form)", "peak RSS MiB",
+                  "estimate MiB", "estimate ÷ measured"], rows) + [
+        "", f"Bytes per queued request (extra peak RSS ÷ closed-form queue): "
+        f"{', '.join(_cell(b) for b in f['bytes_per_queued'])}; the estimate assumes "
+        f"{_cell(f['bytes_per_queued_assumed'])}."]
+
+
 def memory_runlength(f: dict) -> list[str]:
     rows = [[p["duration"], p["wall_s"], p["peak_rss_parent_mib"],
              p["peak_rss_largest_worker_mib"], p["ratio_to_first"]] for p in f["points"]]
@@ -209,6 +220,20 @@ def replay_day(f: dict) -> list[str]:
         ["run", "minutes", "peak RSS GiB", "largest worker GiB"], rows)
 
 
+def emulator_soak(f: dict) -> list[str]:
+    good = sum(v for k, v in f["good"].items() if k.isdigit())
+    bad = sum(v for k, v in f["bad"].items() if k != "errors")
+    rows = [["wall seconds", f["seconds"]],
+            ["well-behaved requests (all statuses)", good],
+            ["well-behaved requests answered 200", f["good"].get("200", 0)],
+            ["misbehaving clients run", bad],
+            ["leaked account connections", f["leaked_account_connections"]],
+            ["leaked TCP connections", f["leaked_tcp_connections"]],
+            *[[f"server RSS MB at {s} s", v] for s, v in f["rss_mb_at_s"].items()],
+            ["RSS slope after the first minute, MB/min", f["rss_slope_mb_per_min"]]]
+    return table(["figure", "value"], rows)
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -240,6 +265,12 @@ BENCHMARKS = [
     Benchmark("memory", "Memory per request", "bench_memory.py",
               "Peak memory of whole `capsim run`s at two request counts on 1 and 3 tiers, and "
               "the bytes per request and per attempt the run-size guard assumes.", memory),
+    Benchmark("memory_queue", "Memory when requests queue for streams",
+              "bench_memory_queue.py",
+              "Peak memory of whole `capsim run`s whose requests queue for HTTP/2 streams "
+              "(one connection of 32 streams, 100 ms round trip and service) and of the same "
+              "demand unqueued, against the run-size estimate and its closed-form queue.",
+              memory_queue),
     Benchmark("memory_runlength", "Memory against run length", "bench_memory_runlength.py",
               "Peak RSS of one tier's run of the default scenario at several durations "
               "(by default 1 h, 6 h and 24 h): is memory flat in run length?", memory_runlength),
@@ -268,6 +299,13 @@ BENCHMARKS = [
               "`capsim calibrate` (joint identification by linear programming, decisions "
               "only) on reference traces of growing length, against one replay of the same "
               "trace in the same run.", calibrate),
+    Benchmark("emulator_soak", "Emulator soak", "bench_emulator_soak.py",
+              "`capsim serve` in a child process for ten minutes (`--seconds`), driven by "
+              "well-behaved clients and, about twice a second in turn, killed clients, client "
+              "timeouts, half-sent bodies, never-reading clients, key-less bursts, HTTP/1.1 "
+              "clients, 4 MiB bodies and 33 streams before SETTINGS: connections the account "
+              "still holds once every client has left, and the server's RSS over time.",
+              emulator_soak),
     Benchmark("instructions", "Machine instructions of the engine", "bench_instructions.py",
               "The model's instruction count under callgrind: a figure independent of the "
               "machine's load (needs valgrind).", instructions),

@@ -36,22 +36,18 @@ import pyarrow.parquet as pq
 
 from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
-from ..config.websockets import ExpiryRange
 from ..core.pseudonyms import pseudonym
 from ..core.vocabulary import (
-    HANDSHAKE_STATUS_OUTCOME,
     HTTP_STATUS_OUTCOME,
     MONITORING,
     MONITORING_PATH,
+    RECORDED_HANDSHAKE_STATUS_OUTCOME,
     SIZE_METHOD,
     WINDOW_S,
 )
 from ..policy.admission import Admission
+from ..policy.slots import mean_stale_expiry_s
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
-
-HANDSHAKE_OUTCOME = {**HANDSHAKE_STATUS_OUTCOME, 200: "ok"}
-"""Recorded handshake status -> outcome name; a recording may show an accepted
-handshake as 200 (a websocket over HTTP/2, RFC 8441)."""
 
 
 @dataclass
@@ -95,10 +91,7 @@ class Comparison:
 
 
 def _stale_expiry(loaded: LoadedScenario) -> float:
-    exp = loaded.scenario.ws.stale_expiry_s
-    if isinstance(exp, ExpiryRange):
-        return (exp.low + exp.high) / 2.0
-    return float(exp)
+    return mean_stale_expiry_s(loaded.scenario.ws.stale_expiry_s)
 
 
 def _stream_of(method: str) -> str:
@@ -190,6 +183,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         events.append((t_reach[i], 2, int(i), "attempt", {"i": int(i)}))
     heapq.heapify(events)
     refused: set[int] = set()
+    unasked: set[int] = set()
     ws_live: dict[int, bool] = {}
     result = Comparison()
     seq = 2 * n + len(events)
@@ -217,10 +211,18 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             d = adm.handshake(now, _stream_of(method), key_ok=key_ok)
             if d.name == "ok":
                 ws_live[int(conn[i])] = True
-            recorded = HANDSHAKE_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
+            recorded = (RECORDED_HANDSHAKE_STATUS_OUTCOME.get(int(status[i]))
+                        if status[i] == status[i] else None)
         else:
             c = int(conn[i])
+            # A connection is the account's from its first request that passes the
+            # header checks (a valid key; HTTP/2 with SNI where required): one that
+            # never presents a valid key counts against no limit (the emulator's rule).
             if conn_new[i] and c >= 0:
+                unasked.add(c)
+            headers_ok = key_ok and (bool(h2[i]) or not adm.needs_h2(method))
+            if c in unasked and headers_ok:
+                unasked.discard(c)
                 host = hostname[i] or "default"
                 if adm.connection_opened(now, host):
                     end, src = last_end.get(c, (now, ""))
@@ -230,7 +232,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
                     heapq.heappush(events, (end + hold, 0, seq, "conn-close", {}))
                 else:
                     refused.add(c)
-            if c in refused:
+            if c in refused and headers_ok:
                 d = Admission.refused_connection()
             else:
                 reserve, actual = _costs(method, profiles[i], cu[i], pricing)

@@ -15,15 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.vocabulary import RPC, SIZE_METHOD
+from ..core.vocabulary import OUTCOMES, RPC, SIZE_METHOD, THROTTLES, status_outcome
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
 
 CLASSES = ("ok", "throttled", "402", "435", "other")
 """Outcome classes, in the order of the confusion matrix."""
-MODELLED = ("ok", "throttled", "402", "435")
 
-_OK_STATUSES = (200, 101)
-_THROTTLE_STATUSES = (434, -32005)
 
 KIND_UNBILLED, KIND_RPC, KIND_SIZE, KIND_WS = 0, 1, 2, 3
 
@@ -32,16 +29,12 @@ def outcome_class(status: float | int | None) -> str | None:
     """The class of a recorded status (HTTP status or JSON-RPC code); None if unrecorded."""
     if status is None or status != status:
         return None
-    s = int(status)
-    if s in _OK_STATUSES:
-        return "ok"
-    if s in _THROTTLE_STATUSES:
+    name = status_outcome(int(status))
+    if name is None:
+        return "other"
+    if OUTCOMES.index(name) in THROTTLES:
         return "throttled"
-    if s == 402:
-        return "402"
-    if s == 435:
-        return "435"
-    return "other"
+    return name if name in CLASSES else "other"
 
 
 @dataclass(frozen=True)

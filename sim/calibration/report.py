@@ -23,7 +23,6 @@ from .calibrate import Calibration  # noqa: E402
 from .recorded import CLASSES  # noqa: E402
 
 _PNG_META = {"Software": None}
-FILES = ("calibration.json", "pricing.toml", "report.md", "report.html", "timeline.png")
 
 
 def _num(v):

@@ -35,16 +35,22 @@ def _time_scale(f):
               help="Port to listen on (0: a free port, printed).")
 @_time_scale
 @click.option("--cert-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder for the generated CA and server certificate (default: a new "
-                   "temporary folder).")
+              help="Folder for the CA and server certificate, made on the first start and "
+                   "reused after (default: a temporary folder, removed on exit).")
+@click.option("--access-log", default="-", show_default=True, metavar="FILE|-|off",
+              help="One line per request (the key only as its pseudonym): a file to "
+                   "append to, - for standard error, off for none.")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host.")
 @_set_option
-def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, overrides):
+def serve(scenario, tier_name, host, port, time_scale, cert_dir, access_log, allow_remote,
+          overrides):
     """Emulate the service for SCENARIO's account (default: the built-in scenario).
 
-    HTTPS with HTTP/2 and SNI on search.localhost, rpc.localhost and streams.localhost;
-    the account's keys, limiter, websocket cap and connection limits are those the
-    simulator uses. Stops cleanly on Ctrl-C or SIGTERM.
+    HTTPS with HTTP/2 and SNI on search.localhost, rpc.localhost and streams.localhost
+    (and the same under each of the scenario's regions); the account's keys, limiter,
+    websocket cap and connection limits are those the simulator uses. GET /admin/window,
+    POST /admin/reset and POST /admin/faults help a developer (see the README). Stops
+    cleanly on Ctrl-C or SIGTERM.
     """
     from ..config.tiers import find_tier
     from ..live.server import ServeOptions
@@ -54,8 +60,13 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, allow_remote, o
     tier = find_tier(tier_name, loaded.tiers)
     if cert_dir is not None:
         _check_writable_folder(cert_dir, "--cert-dir")
+
+    def warn(line: str) -> None:
+        click.echo(line, err=True)
+
     options = ServeOptions(host=host, port=port, time_scale=time_scale or 1.0,
-                           cert_dir=cert_dir, allow_remote=allow_remote)
+                           cert_dir=cert_dir, allow_remote=allow_remote,
+                           access_log=access_log, warn=warn)
 
     def announce(line: str) -> None:
         click.echo(line)

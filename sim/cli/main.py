@@ -194,6 +194,14 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
             click.echo("", err=True)
         if robust:
             result.summary = _robust_summary(loaded, result.summary, cal, jobs, quiet)
+        headroom = None
+        if with_headroom:  # before the report is written: the report gives it too
+            from .sweep import run_headroom_line
+
+            headroom = run_headroom_line(scenario, overrides, result.summary.recommended.tier,
+                                         seed)
+            rec = result.summary.recommended.model_copy(update={"headroom": headroom})
+            result.summary = result.summary.model_copy(update={"recommended": rec})
         folder = write_report(result, out_dir, claimed)
     if quiet:
         return
@@ -206,10 +214,8 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
         click.echo(f"at the least costly prices: {rec.at_low_prices or 'none'}; at the most "
                    f"costly: {rec.at_high_prices or 'none'}: "
                    + ("robust" if rec.robust else "NOT robust (see 'How sure' in the report)"))
-    if with_headroom:
-        from .sweep import run_headroom_line
-
-        click.echo(run_headroom_line(scenario, overrides, rec.tier, seed))
+    if headroom is not None:
+        click.echo(headroom)
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
 
 

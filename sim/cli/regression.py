@@ -276,7 +276,3 @@ def compare(a, b, tolerance_items, markdown, junit, comment, comment_only_on_cha
     cmp = compare_baselines(load_side(a), load_side(b), tolerances(None, cli_tols),
                             base_label=a, now_label=b, command="compare")
     _report(cmp, markdown, junit, comment, comment_only_on_change)
-
-
-COMMANDS = (baseline, check, compare)
-"""The commands :mod:`sim.cli.main` registers."""

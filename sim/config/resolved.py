@@ -65,9 +65,7 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
             raise CapsimError(f"unknown sizing profile {name!r}; expected one of {known} "
                               "or a [pricing.sizing.profile_gas_cap] entry", file=label,
                               field="sources[].sizing.profiles")
-    custom = tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap, custom=True)
-                   for t in scenario.custom_tiers)
-    catalog = CATALOG + custom
+    catalog = tier_catalog(scenario)
     if scenario.tiers:
         tiers = []
         for i, name in enumerate(scenario.tiers):
@@ -80,7 +78,7 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
                 raise where.error(message, ("tiers", i)) from None
     else:
         tiers = list(catalog)
-    if custom:
+    if scenario.custom_tiers:
         extra = {t.name: {"daily_allowance_cu": t.daily_allowance_cu,
                           "monthly_usd": t.monthly_usd}
                  for t in scenario.custom_tiers}
@@ -109,7 +107,13 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
 def account_tiers(loaded: LoadedScenario, studied: Tier) -> tuple[Tier, ...]:
     """Each account's tier while ``studied`` is under study: its fixed tier, else ``studied``."""
     sc = loaded.scenario
-    catalog = CATALOG + tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap,
-                                   custom=True) for t in sc.custom_tiers)
+    catalog = tier_catalog(sc)
     return tuple(studied if a.tier is None else find_tier(a.tier, catalog)
                  for a in sc.account_list)
+
+
+def tier_catalog(scenario: Scenario) -> tuple[Tier, ...]:
+    """Every tier a name in ``scenario`` can pick: the spec's nine, then its
+    ``[[custom_tiers]]`` (the one place a custom tier becomes a :class:`Tier`)."""
+    return CATALOG + tuple(Tier(t.name, frozenset(t.apis), t.cu_per_window, t.ws_cap,
+                                custom=True) for t in scenario.custom_tiers)

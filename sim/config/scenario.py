@@ -17,14 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..core.vocabulary import (
     APIS,
-    CONN_430,
-    HTTP_434,
+    LIMIT_REFUSALS,
     OUTCOMES,
-    RPC_32005,
     SIZE_METHOD,
     WINDOW_S,
-    WS_435,
-    WS_CU,
 )
 from .arrivals import ArrivalProcess
 from .check import CheckSettings
@@ -32,10 +28,9 @@ from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
 from .websockets import StreamClient, WebsocketSettings
 
-BUILTIN_METHODS = {"svc_call": "rpc", "svc_pendingBlock": "rpc", SIZE_METHOD: "search"}
 METHOD_ALIASES = {"size": SIZE_METHOD, "/v1/size": SIZE_METHOD}
 _NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
-RETRYABLE_DEFAULT = tuple(OUTCOMES[o] for o in (HTTP_434, RPC_32005, CONN_430, WS_435, WS_CU))
+RETRYABLE_DEFAULT = tuple(OUTCOMES[o] for o in LIMIT_REFUSALS)
 
 
 class Strict(BaseModel):
@@ -267,6 +262,9 @@ class Slo(Strict):
     max_throttle_rate: FiniteFloat = Field(default=0.01, ge=0, le=1)
     max_failure_rate: FiniteFloat = Field(default=0.001, ge=0, le=1)
     p99_latency_ms: FiniteFloat = Field(default=2000.0, gt=0)
+    allowance_must_last_day: StrictBool = True
+    """A run shorter than a day fails a tier whose daily allowance, at the run's rate of
+    charged CU, would run out within 24 hours (``daily_allowance.lasts_h`` < 24)."""
 
 
 class Variant(Strict):

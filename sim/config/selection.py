@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from .resolved import LoadedScenario, load
-from .tiers import CATALOG, find_tier
+from .resolved import LoadedScenario, load, tier_catalog
+from .tiers import find_tier
 
 
 def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
@@ -31,7 +31,8 @@ def load_scenario(scenario: str | Path | LoadedScenario | None = None, *,
         loaded = load(scenario, [*overrides, *extra])
     names = [tiers] if isinstance(tiers, str) else list(tiers or ())
     if names:
-        catalog = tuple(loaded.tiers) + tuple(t for t in CATALOG if t not in loaded.tiers)
+        catalog = tuple(loaded.tiers) + tuple(t for t in tier_catalog(loaded.scenario)
+                                              if t not in loaded.tiers)
         chosen = tuple(dict.fromkeys(find_tier(name, catalog) for name in names))
         loaded = LoadedScenario(loaded.scenario, loaded.path, chosen, loaded.pricing,
                                 loaded.pricing_overrides, loaded.price_ranges)

@@ -2,8 +2,9 @@
 time constants and the named random streams.
 
 Everything else (tiers, traces, configuration, model, metrics) imports these names from
-here. Plain constants (and one string enum), nothing imported but the standard library's
-``enum``: this module sits at the bottom of the layers.
+here. Plain constants (the status tables read off :data:`OUTCOME_STATUS`, one function to
+read a status, one string enum), nothing imported but the standard library's ``enum``:
+this module sits at the bottom of the layers.
 """
 
 from __future__ import annotations
@@ -40,16 +41,47 @@ OUTCOMES = ("ok", "434", "-32005", "402", "401", "oversized", "421", "430", "435
 OK, HTTP_434, RPC_32005, PAY_402, AUTH_401, OVERSIZED, PROTO_421, CONN_430, WS_435, WS_CU = \
     range(len(OUTCOMES))
 THROTTLES = (HTTP_434, RPC_32005, WS_CU)
-"""Outcomes caused by the 12-second CU window."""
+"""Throttled: the outcomes of a refusal by the 12-second CU window (an HTTP 434, a
+JSON-RPC -32005, a handshake refused for CU). The limiter's own word for it is
+:data:`sim.policy.limiter.THROTTLED`; :data:`THROTTLE_STATUSES` are the statuses."""
+LIMIT_REFUSALS = (HTTP_434, RPC_32005, CONN_430, WS_435, WS_CU)
+"""Refused by a limit: the outcomes of a refusal by one of the account's limits that a
+client can wait out (the CU window, connections 430, websocket slots 435); what clients
+retry by default. A wider set than :data:`THROTTLES`."""
 HANDSHAKE_OUTCOMES = ("ok", "435", "ws_cu_rejected", "401", "402")
 """The outcomes a websocket handshake can have (a subset of :data:`OUTCOMES`)."""
+
+# -- statuses: the one outcome <-> status table, and its readings -----------------------
+
+OUTCOME_STATUS: dict[int, int] = {
+    OK: 200, HTTP_434: 434, RPC_32005: -32005, PAY_402: 402, AUTH_401: 401, OVERSIZED: 413,
+    PROTO_421: 421, CONN_430: 430, WS_435: 435, WS_CU: 434}
+"""The status each outcome is answered with, as a trace records it: the HTTP status; for
+``-32005`` the JSON-RPC error code (the reply itself is an HTTP 200); for a handshake
+refused for CU 434, like an HTTP endpoint (spec 7). An accepted handshake is 101
+(:data:`HANDSHAKE_STATUS_OUTCOME`). Every status table below is read off this one."""
 HTTP_STATUS_OUTCOME: dict[int, str] = {
-    200: "ok", 434: "434", -32005: "-32005", 402: "402", 401: "401", 413: "oversized",
-    421: "421", 430: "430", 435: "435"}
+    OUTCOME_STATUS[o]: name for o, name in enumerate(OUTCOMES) if o != WS_CU}
 """The outcome an HTTP attempt's status (or, for a JSON-RPC error, its code) stands for."""
 HANDSHAKE_STATUS_OUTCOME: dict[int, str] = {
-    101: "ok", 435: "435", 434: "ws_cu_rejected", 401: "401", 402: "402"}
+    (101 if name == "ok" else OUTCOME_STATUS[OUTCOMES.index(name)]): name
+    for name in HANDSHAKE_OUTCOMES}
 """The outcome a websocket handshake's status stands for (a CU refusal is answered 434)."""
+RECORDED_HANDSHAKE_STATUS_OUTCOME: dict[int, str] = {**HANDSHAKE_STATUS_OUTCOME, 200: "ok"}
+"""As :data:`HANDSHAKE_STATUS_OUTCOME`, for a recording, which may show an accepted
+handshake as 200 (a websocket over HTTP/2, RFC 8441)."""
+THROTTLE_STATUSES: tuple[int, ...] = tuple(dict.fromkeys(OUTCOME_STATUS[o] for o in THROTTLES))
+"""The statuses of a throttled attempt as a client records them: 434, -32005 (a handshake
+refused for CU is answered 434 too)."""
+LIMIT_STATUSES: tuple[int, ...] = tuple(dict.fromkeys(OUTCOME_STATUS[o] for o in LIMIT_REFUSALS))
+"""The statuses of :data:`LIMIT_REFUSALS` (434, -32005, 430, 435): what a trace replay
+takes as the cause of a recorded retry."""
+
+
+def status_outcome(status: int) -> str | None:
+    """The outcome name a recorded status stands for, HTTP or handshake (None: neither,
+    e.g. 404). 434 reads as the HTTP ``434``; both it and ``ws_cu_rejected`` are throttles."""
+    return HTTP_STATUS_OUTCOME.get(status) or RECORDED_HANDSHAKE_STATUS_OUTCOME.get(status)
 CLOSE_KINDS = ("clean", "unclean", "exhausted", "end")
 """How a websocket session ended: a clean close (planned session end or a clean drop),
 an unclean drop, closed by the service for CU exhaustion, still open at the end."""

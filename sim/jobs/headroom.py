@@ -61,6 +61,8 @@ class TierHeadroom:
 
     def _what(self) -> str:
         if self.breaks_first == "daily_allowance":
+            if self.allowance_ran_out_at is None and self.value is not None:
+                return f"the daily allowance (lasts {self.value:.1f} h at this rate)"
             return f"the daily allowance (runs out at {self.allowance_ran_out_at})"
         return (self.breaks_first or "?").replace("_", " ")
 
@@ -181,6 +183,12 @@ def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
     ran_out_before = any(t.daily_allowance.ran_out_at is not None for t in meeting)
     if ran_out and not ran_out_before:
         return "daily_allowance", None, None, ran_out[0]
+    if getattr(slo, "allowance_must_last_day", False):
+        short = [h for t in failing if (h := t.daily_allowance.lasts_h) is not None and h < 24]
+        short_before = any((h := t.daily_allowance.lasts_h) is not None and h < 24
+                           for t in meeting)
+        if short and not short_before:
+            return "daily_allowance", min(short), 24.0, None
     candidates = []
     for criterion in SLO_CRITERIA:
         name, limit = criterion.name, criterion.limit(slo)

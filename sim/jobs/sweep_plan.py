@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config.key_paths import masked_override, masked_text, masked_value
+from ..config.loader import _known_prefix
 from ..core.errors import CapsimError, read_user_text
 from ..core.rng import replication_seed
 
@@ -63,11 +65,16 @@ class SweepPlan:
     tiers: tuple[str, ...]
     runs: tuple[RunSpec, ...]
     identity: dict[str, Any] = field(default_factory=dict)
+    hashed_identity: dict[str, Any] | None = None
+    """:attr:`identity` with the keys as given (``identity``, which is written, shows
+    them as pseudonyms): what :attr:`fingerprint` hashes. None: ``identity`` itself."""
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of :attr:`identity`: two sweeps share a folder only if it matches."""
-        text = json.dumps(self.identity, sort_keys=True, ensure_ascii=True)
+        """A short hash of the sweep's identity (the values as given, keys included,
+        never written): two sweeps share a folder only if it matches."""
+        ident = self.identity if self.hashed_identity is None else self.hashed_identity
+        text = json.dumps(ident, sort_keys=True, ensure_ascii=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -94,7 +101,11 @@ def split_values(text: str) -> list[str]:
 def parse_vary(item: str) -> Factor:
     """``KEY.PATH=V1,V2,...`` -> :class:`Factor` (values parsed as TOML, else strings)."""
     if "=" not in item:
-        raise CapsimError("expected KEY.PATH=V1,V2,...", field=f"--vary {item}")
+        # Not the item: its values (an API key?) run on into the path.
+        shown = _known_prefix(item)
+        raise CapsimError("expected KEY.PATH=V1,V2,... ('=' missing; the rest is not "
+                          "shown, it may hold a value)",
+                          field=f"--vary {shown}" if shown else "--vary")
     path, text = (s.strip() for s in item.split("=", 1))
     texts = split_values(text)
     if not path or not text or any(not t for t in texts):
@@ -159,8 +170,11 @@ def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replication
     chosen = [v for v in sc.variants] if variants else []
     variant_sets = {BASE: ()} | {
         v.name: tuple(f"{k}={toml_text(val)}" for k, val in v.set.items()) for v in chosen}
+    # What is written and printed: every key as its pseudonym (the runs get the keys).
+    shown = tuple(Factor(f.path, tuple(masked_value(f.path, v) for v in f.values),
+                         tuple(masked_text(f.path, t) for t in f.texts)) for f in factors)
     points = tuple(dict(zip(paths, combo, strict=True))
-                   for combo in itertools.product(*(f.values for f in factors)))
+                   for combo in itertools.product(*(f.values for f in shown)))
     point_sets = [tuple(f"{f.path}={t}" for f, t in zip(factors, combo, strict=True))
                   for combo in itertools.product(*(f.texts for f in factors))]
     runs = []
@@ -175,17 +189,21 @@ def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replication
                     replication=r, seed=replication_seed(loaded.scenario.seed, r),
                     overrides=ovr, scenario_text=text, scenario_label=label,
                     tiers=tier_names))
-    identity = {
-        "scenario": sc.name,
-        "scenario_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        "overrides": list(overrides),
-        "vary": [[f.path, list(f.texts)] for f in factors],
-        "variants": {k: list(v) for k, v in variant_sets.items()},
-        "replications": replications,
-        "tiers": list(tier_names),
-    }
-    return SweepPlan(sc.name, label, factors, points, tuple(variant_sets), replications,
-                     tier_names, tuple(runs), identity)
+    def identity(factors, overrides, variant_sets) -> dict[str, Any]:
+        return {
+            "scenario": sc.name,
+            "scenario_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "overrides": list(overrides),
+            "vary": [[f.path, list(f.texts)] for f in factors],
+            "variants": {k: list(v) for k, v in variant_sets.items()},
+            "replications": replications,
+            "tiers": list(tier_names),
+        }
+    shown_sets = {k: [masked_override(o) for o in v] for k, v in variant_sets.items()}
+    return SweepPlan(sc.name, label, shown, points, tuple(variant_sets), replications,
+                     tier_names, tuple(runs),
+                     identity(shown, [masked_override(o) for o in overrides], shown_sets),
+                     identity(factors, overrides, variant_sets))
 
 
 def _slug(name: str) -> str:

@@ -78,7 +78,9 @@ def render_markdown(doc: SweepDocument, pngs: list[str]) -> str:
         out.append(f"- variants: {', '.join(doc.variants)}")
     slo = doc.slo
     out += [f"- SLO: throttle rate ≤ {slo.max_throttle_rate:g}, failure rate ≤ "
-            f"{slo.max_failure_rate:g}, p99 ≤ {slo.p99_latency_ms:g} ms", "",
+            f"{slo.max_failure_rate:g}, p99 ≤ {slo.p99_latency_ms:g} ms"
+            + (", daily allowance lasts ≥ 24 h at the run's rate (runs under a day)"
+               if slo.allowance_must_last_day else ""), "",
             "## Cheapest tier meeting the SLO in every replication", "",
             "| point | variant | tier |", "|---|---|---|"]
     for p in doc.points:

@@ -4,14 +4,20 @@ Hostnames (the ``Host`` header, else the TLS SNI) pick the API: ``search.*`` (``
 /v1/size``, the monitoring websocket ``/v1/monitoring/unhealthy/ws``), ``rpc.*``
 (``POST /`` JSON-RPC 2.0: ``svc_call``, ``svc_pendingBlock`` and any RPC method of the
 scenario), ``streams.*`` (websockets ``/pending-txs``, ``/new-blocks``,
-``/pending-logs``). ``/healthz`` answers on every hostname without a key.
+``/pending-logs``). ``/healthz`` and the developer endpoints ``/admin/window``,
+``/admin/reset``, ``/admin/faults`` answer on every hostname without a key.
+
+A request is checked from its headers before any body byte is read (421, 401, then the
+connection's admission, 430); its body is read as it streams in, up to
+:data:`MAX_BODY_BYTES` (413 beyond, never buffered).
 
 Every decision is :class:`~sim.policy.admission.Admission`'s; this module only turns
 HTTP into its arguments and its decisions into HTTP. Where the spec says "not shown"
 the replies follow the assumptions listed in :data:`ASSUMPTIONS` (also in
 docs/explanation/assumptions.md).
 An admitted request sleeps its service time (drawn from the scenario's method
-distribution, in service seconds) and is settled before it is answered; every reply
+distribution, in service seconds) and is settled -- at its scheduled service time,
+whatever the event loop's lateness -- before it is answered; every reply
 carries ``x-capsim-t``, the service time at which the request was decided.
 """
 
@@ -21,6 +27,8 @@ import asyncio
 import contextlib
 import json
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config.pricing import Pricing
@@ -49,6 +57,7 @@ from ..core.vocabulary import (
 )
 from ..policy.admission import Admission, Decision
 from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
+from .access import AccessLog, Exchange
 from .clock import ServiceClock
 from .connections import ConnectionInfo, ConnectionRegistry
 from .publisher import Publisher
@@ -62,11 +71,16 @@ WS_EXHAUSTED_CODE = 1013
 """Close code of a billed stream closed because a delivery could not reserve its CU."""
 
 ASSUMPTIONS = (
-    "Hostnames: search.localhost, rpc.localhost, streams.localhost (Host, else SNI); "
-    "/healthz on any hostname, without a key.",
+    "Hostnames: search.localhost, rpc.localhost, streams.localhost and the same under each "
+    "scenario region (Host, else SNI); /healthz and /admin/* on any hostname, without a key.",
+    "Checks from the headers first: 421 (RPC, POST /v1/size without HTTP/2 and SNI), then "
+    "401 on every other path; a connection counts against the account's limits from its "
+    "first request that passes both.",
     "Error bodies: JSON {\"error\": {\"code\": <status or outcome>, \"message\": ...}}; "
-    "JSON-RPC errors in a 200 reply: -32005 \"rate limit exceeded\", -32600 invalid "
-    "request, -32601 unknown method.",
+    "JSON-RPC errors in a 200 reply: -32700 parse error, -32600 invalid request, -32601 "
+    "unknown method, -32005 \"rate limit exceeded\"; a notification is served, billed and "
+    "answered 204 without a body.",
+    "Bodies over MAX_BODY_BYTES (1 MiB) get 413, a Content-Type other than JSON 415.",
     "401 for a missing or unknown X-Api-Key (spec 5: response not shown).",
     "A websocket handshake refused for CU gets HTTP 434 with Retry-After (spec 7: "
     "'handshake rejected').",
@@ -78,9 +92,45 @@ ASSUMPTIONS = (
     "Stream messages: {\"stream\", \"seq\", \"t_s\"} (service time of the publish); an "
     "exhausted billed stream sends {\"error\": \"cu exhausted\"} then closes with 1013.",
     "Messages a client sends on a websocket are ignored.",
-    "One region (loopback): no emulated round-trip time; connection limits count per "
-    "SNI hostname, so rpc.localhost and search.localhost are separate hostnames.",
+    "Regions are hostnames on loopback (no emulated round-trip time); connection opening "
+    "limits count per SNI hostname.",
 )
+
+
+MAX_BODY_BYTES = 1 << 20
+"""Largest request body served (1 MiB); a larger one is refused with ``413`` as soon as
+its ``Content-Length`` or the bytes received so far exceed it."""
+
+LATE_WARN_S = 0.1
+"""Service seconds a request's service time may overrun (the event loop woke late,
+multiplied by ``--time-scale``) before the server warns; settling is on the schedule
+whatever the overrun, see :meth:`EmulatorApp._serve`."""
+
+
+class Lateness:
+    """How late the event loop wakes requests at the end of their service time."""
+
+    def __init__(self, time_scale: float, warn: Callable[[str], None] | None = None) -> None:
+        self.time_scale = time_scale
+        self.count = 0
+        self.max_s = 0.0
+        self.over = 0
+        self.warn = warn
+
+    def observe(self, late_s: float) -> None:
+        self.count += 1
+        self.max_s = max(self.max_s, late_s)
+        if late_s > LATE_WARN_S:
+            self.over += 1
+            if self.warn is not None and self.over in (1, 10, 100, 1000, 10000):
+                self.warn(f"capsim serve: warning: a service time ended {late_s:.3f} service "
+                          f"s late ({self.over} so far over {LATE_WARN_S} s) at time scale "
+                          f"{self.time_scale:g}; decisions near a window boundary may differ "
+                          "from the simulator's (use a smaller --time-scale)")
+
+    def as_dict(self) -> dict:
+        return {"served": self.count, "max_late_s": round(self.max_s, 6),
+                "over_warn": self.over, "warn_s": LATE_WARN_S}
 
 
 SEND_QUEUE = 1024
@@ -95,6 +145,7 @@ class _Socket:
     stream: str
     send: object
     conn: ConnectionInfo | None
+    account: Admission
     closed_by_server: bool = False
     queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(SEND_QUEUE))
     dropped: int = 0
@@ -105,6 +156,12 @@ class _Socket:
             await _quiet(self.send(message))
             if message["type"] == "websocket.close":
                 return
+
+    def release(self, app: EmulatorApp, *, clean: bool, stale_expiry_s: float) -> None:
+        """Give the slot back -- to the account that gave it (not to one made by a reset)."""
+        if self.account is app.admission:
+            self.account.websocket_closed(app.clock.now(), clean=clean,
+                                          stale_expiry_s=stale_expiry_s)
 
     def offer(self, message: dict) -> None:
         try:
@@ -122,9 +179,13 @@ class EmulatorApp:
     """
 
     def __init__(self, loaded: LoadedScenario, admission: Admission, clock: ServiceClock,
-                 registry: ConnectionRegistry | None = None) -> None:
+                 registry: ConnectionRegistry | None = None,
+                 log: AccessLog | None = None) -> None:
         sc = loaded.scenario
         self.loaded, self.admission, self.clock = loaded, admission, clock
+        self.log = log or AccessLog(None)
+        self.late = Lateness(clock.time_scale)
+        self.stall_until = 0.0  # time.monotonic() until which requests wait (faults)
         self.registry = registry
         if registry is not None:
             registry.on_closed = self._connection_closed
@@ -193,117 +254,198 @@ class EmulatorApp:
     def _draw_service_s(self, method: str) -> float:
         return float(self._methods[method].service_time.sample(self._service_rng[method], 1)[0])
 
-    async def _reply(self, send, status: int, body, headers=(), t: float | None = None) -> None:
-        data = json.dumps(body).encode()
-        hdrs = [(b"content-type", b"application/json"),
-                (b"content-length", str(len(data)).encode())]
-        if t is not None:
-            hdrs.append((b"x-capsim-t", f"{t:.6f}".encode()))
-        hdrs.extend((k.encode(), v.encode()) for k, v in headers)
-        await send({"type": "http.response.start", "status": status, "headers": hdrs})
-        await send({"type": "http.response.body", "body": data})
-
-    async def _error(self, send, decision: Decision, t: float, message: str) -> None:
+    async def _error(self, ex: Exchange, decision: Decision, message: str,
+                     close: bool = False) -> None:
         headers = []
         if not math.isnan(decision.retry_after_s):
             headers.append(("retry-after", str(int(decision.retry_after_s))))
-        status = HTTP_STATUS[decision.outcome]
-        await self._reply(send, status, {"error": {"code": decision.name, "message": message}},
-                          headers, t)
+        ex.outcome = decision.name
+        await ex.reply(HTTP_STATUS[decision.outcome],
+                       {"error": {"code": decision.name, "message": message}}, headers,
+                       close=close)
 
-    @staticmethod
-    async def _body(receive) -> bytes:
-        chunks = []
+    async def _body(self, scope, receive, ex: Exchange) -> bytes | None:
+        """The request body, read as it streams in; ``None`` (and a ``413`` sent) once
+        it exceeds :data:`MAX_BODY_BYTES` -- announced or counted, never buffered."""
+        length = self._header(scope, b"content-length")
+        if length is not None and length.strip().isdigit() and int(length) > MAX_BODY_BYTES:
+            await self._too_large(ex)
+            return None
+        chunks, size = [], 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
-            chunks.append(message.get("body", b""))
+                ex.disconnected = True
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                chunks.clear()
+                await self._too_large(ex)
+                return None
+            chunks.append(chunk)
             if not message.get("more_body"):
-                break
-        return b"".join(chunks)
+                return b"".join(chunks)
+
+    async def _too_large(self, ex: Exchange) -> None:
+        await ex.reply(413, {"error": {"code": "body_too_large", "message":
+                       f"request body over {MAX_BODY_BYTES} bytes"}}, close=True)
 
     # -- HTTP ------------------------------------------------------------------------
 
     async def _http(self, scope, receive, send) -> None:
+        ex = Exchange(scope, send)
+        try:
+            await self._http_exchange(scope, receive, ex)
+        finally:
+            conn = self._conn(scope)
+            self.log.write(ex, conn.sni if conn is not None else None)
+
+    async def _http_exchange(self, scope, receive, ex: Exchange) -> None:
         path, method = scope["path"], scope["method"]
+        ex.now = self.clock.now()
         if path == "/healthz":
-            clock = self.clock
-            now, adm = clock.now(), self.admission
-            await self._reply(send, 200, {
-                "status": "ok", "t0_unix": clock.t0_unix, "time_scale": clock.time_scale,
-                "now_s": now, "tier": adm.tier.name,
-                "connections": {"tcp_open": len(self.registry) if self.registry else None,
-                                "account_active": adm.connections.active},
-                "websockets": {"live": adm.slots.live, "stale": adm.slots.stale(now)}})
+            await ex.reply(200, self._health())
             return
+        if path.startswith("/admin/"):
+            await self._admin(scope, receive, ex, path, method)
+            return
+        await self._stalled()
         conn = self._conn(scope)
         api = self._api_of(scope, conn)
-        body = await self._body(receive)
-        now = self.clock.now()
-        if api in (RPC, SEARCH) and conn is not None:
+        route = ("rpc" if api == RPC and path == "/" and method == "POST" else
+                 "size" if api == SEARCH and path == "/v1/size" and method == "POST" else None)
+        h2_sni = scope.get("http_version") == "2" and (conn is None or bool(conn.sni))
+        key_ok = self._key_ok(scope)
+        ex.now = now = self.clock.now()
+        # 1. What the headers say, before any body is read: protocol, key.
+        if route is not None and not h2_sni:
+            await self._error(ex, Decision(PROTO_421), "RPC and POST /v1/size need HTTP/2 "
+                              "with TLS SNI", close=scope.get("http_version") != "2")
+            return
+        if not key_ok:
+            await self._error(ex, Decision(AUTH_401), "missing or unknown X-Api-Key")
+            return
+        # 2. The account's connection limits: only a connection that presents a valid key
+        #    over HTTP/2 with SNI (what RPC and sizing need) is the account's.
+        if api in (RPC, SEARCH) and conn is not None and h2_sni:
             if conn.admitted is None:
                 conn.admitted = self.admission.connection_opened(now, conn.sni or api)
+                conn.account = self.admission
             if not conn.admitted:
-                await self._error(send, Admission.refused_connection(), now,
+                await self._error(ex, Admission.refused_connection(),
                                   "connection concurrency too high; reuse existing connections")
                 # The refused connection is not the account's: close it once answered.
                 asyncio.get_running_loop().call_later(0.05, conn.close)
                 return
-        h2_sni = scope.get("http_version") == "2" and (conn is None or bool(conn.sni))
-        if api == RPC and path == "/" and method == "POST":
-            await self._rpc(scope, send, body, now, h2_sni)
-        elif api == SEARCH and path == "/v1/size" and method == "POST":
-            await self._size(scope, send, body, now, h2_sni)
+        if route is None:
+            await ex.reply(404, {"error": {"code": "404", "message": "not found"}})
+            return
+        ctype = self._header(scope, b"content-type")
+        if ctype is not None and ctype.split(";", 1)[0].strip().lower() != "application/json":
+            await ex.reply(415, {"error": {"code": "415", "message":
+                           "expected Content-Type: application/json"}}, close=True)
+            return
+        body = await self._body(scope, receive, ex)
+        if body is None:
+            return
+        ex.now = now = self.clock.now()  # decided once the whole request has arrived
+        if route == "rpc":
+            await self._rpc(scope, ex, body, now, h2_sni)
         else:
-            await self._reply(send, 404, {"error": {"code": "404", "message": "not found"}},
-                              t=now)
+            await self._size(scope, ex, body, now, h2_sni)
 
-    async def _rpc(self, scope, send, body: bytes, now: float, h2_sni: bool) -> None:
+    def _health(self) -> dict:
+        clock, adm = self.clock, self.admission
+        now = clock.now()
+        return {
+            "status": "ok", "t0_unix": clock.t0_unix, "time_scale": clock.time_scale,
+            "now_s": now, "tier": adm.tier.name,
+            "connections": {"tcp_open": len(self.registry) if self.registry else None,
+                            "account_active": adm.connections.active},
+            "websockets": {"live": adm.slots.live, "stale": adm.slots.stale(now)}}
+
+    async def _rpc_error(self, ex: Exchange, ident, code: int, message: str,
+                         notification: bool = False) -> None:
+        ex.outcome = str(code)
+        if notification:
+            await ex.reply(204, None)
+            return
+        await ex.reply(200, {"jsonrpc": "2.0", "id": ident,
+                             "error": {"code": code, "message": message}})
+
+    async def _rpc(self, scope, ex: Exchange, body: bytes, now: float, h2_sni: bool) -> None:
         try:
-            payload = parse_json(body)
-            if isinstance(payload, list):
-                raise BodyError("", "batches are not served by the emulator")
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            await self._rpc_error(ex, None, -32700, "parse error")
+            return
+        if isinstance(payload, list):
+            await self._rpc_error(ex, None, -32600, "invalid request: batches are not served "
+                                  "by the emulator")
+            return
+        try:
             call = validate_rpc_envelope(payload)
         except BodyError as err:
-            await self._reply(send, 400, {"jsonrpc": "2.0", "id": None, "error": {
-                "code": -32600, "message": f"invalid request: {err}"}}, t=now)
+            ident = payload.get("id") if isinstance(payload, dict) else None
+            if not (ident is None or isinstance(ident, str | int | float)) \
+                    or isinstance(ident, bool):
+                ident = None
+            await self._rpc_error(ex, ident, -32600, f"invalid request: {err}")
             return
+        ex.what = call.method
+        quiet = call.notification
         if call.method not in self._rpc_methods:
-            await self._reply(send, 200, {"jsonrpc": "2.0", "id": call.id, "error": {
-                "code": -32601, "message": "method not found"}}, t=now)
+            await self._rpc_error(ex, call.id, -32601, "method not found", quiet)
             return
         cost = self.pricing.rpc.cost(call.method)
-        d = self.admission.request(now, call.method, key_ok=self._key_ok(scope), h2_sni=h2_sni,
-                                   reserve_cu=cost, actual_cu=cost, api=RPC)
+        d = self._decide(ex, now, call.method, scope, h2_sni, cost, cost, RPC)
         if d.outcome == RPC_32005:
-            await self._reply(send, 200, {"jsonrpc": "2.0", "id": call.id, "error": {
-                "code": -32005, "message": "rate limit exceeded"}}, t=now)
+            await self._rpc_error(ex, call.id, -32005, "rate limit exceeded", quiet)
             return
         if d.outcome != OK:
-            await self._error(send, d, now, d.name)
+            await self._error(ex, d, d.name)
             return
-        await self.clock.sleep(self._draw_service_s(call.method))
-        self.admission.settle(self.clock.now(), d)
+        await self._serve(ex, d, now, call.method)
+        if quiet:
+            await ex.reply(204, None)
+            return
         if call.method == "svc_call":
             result = "0x"
         elif call.method == "svc_pendingBlock":
             result = {"number": hex(int(now // 12.0))}
         else:
             result = None
-        await self._reply(send, 200, {"jsonrpc": "2.0", "id": call.id, "result": result}, t=now)
+        await ex.reply(200, {"jsonrpc": "2.0", "id": call.id, "result": result})
 
-    async def _size(self, scope, send, body: bytes, now: float, h2_sni: bool) -> None:
+    def _decide(self, ex: Exchange, now: float, method: str, scope, h2_sni: bool,
+                reserve: float, actual: float, api: str) -> Decision:
+        d = self.admission.request(now, method, key_ok=self._key_ok(scope), h2_sni=h2_sni,
+                                   reserve_cu=reserve, actual_cu=actual, api=api)
+        ex.decided(d.name, reserve)
+        return d
+
+    async def _serve(self, ex: Exchange, d: Decision, now: float, method: str) -> None:
+        """Spend the service time, then settle -- at the scheduled service time, so that
+        the event loop's lateness is not multiplied by ``--time-scale``."""
+        due = now + self._draw_service_s(method)
+        await self.clock.sleep_until(due)
+        self.admission.settle(due, d)
+        ex.settled = d.ticket[2] if d.ticket is not None else 0.0
+        self.late.observe(self.clock.now() - due)
+
+    async def _size(self, scope, ex: Exchange, body: bytes, now: float, h2_sni: bool) -> None:
+        ex.what = SIZE_METHOD
         try:
             req = validate_sizing_body(parse_json(body))
         except BodyError as err:
-            await self._reply(send, 400, {"error": {"code": "400", "message": str(err)}}, t=now)
+            await ex.reply(400, {"error": {"code": "400", "message": str(err)}})
             return
         caps = self.pricing.sizing.profile_gas_cap
         unknown = sorted({p for p in req.profiles if p not in caps})
         if unknown:
-            await self._reply(send, 400, {"error": {"code": "400", "message":
-                              f"unknown profile; expected one of {sorted(caps)}"}}, t=now)
+            await ex.reply(400, {"error": {"code": "400", "message":
+                           f"unknown profile; expected one of {sorted(caps)}"}})
             return
         sizing = self.pricing.sizing
         gas = [min(max(f, 0.0), 1.0) * caps[p] for p, f in
@@ -312,18 +454,108 @@ class EmulatorApp:
         gas = [float(int(g)) for g in gas]
         reserve = round(sum(sizing.item_reserve(p) for p in req.profiles), 6)
         actual = round(sum(sizing.item_settle(g) for g in gas), 6)
-        d = self.admission.request(now, SIZE_METHOD, key_ok=self._key_ok(scope), h2_sni=h2_sni,
-                                   reserve_cu=reserve, actual_cu=actual, api=SEARCH)
+        d = self._decide(ex, now, SIZE_METHOD, scope, h2_sni, reserve, actual, SEARCH)
         if d.outcome != OK:
-            await self._error(send, d, now, d.name)
+            await self._error(ex, d, d.name)
             return
-        await self.clock.sleep(self._draw_service_s(SIZE_METHOD))
-        self.admission.settle(self.clock.now(), d)
-        await self._reply(send, 200, {"items": req.items, "gas_used": int(sum(gas)),
-                                      "cu": actual}, t=now)
+        await self._serve(ex, d, now, SIZE_METHOD)
+        await ex.reply(200, {"items": req.items, "gas_used": int(sum(gas)), "cu": actual})
+
+    # -- developer endpoints --------------------------------------------------------
+
+    async def _stalled(self) -> None:
+        """Hold a request while a ``stall`` fault lasts."""
+        while (left := self.stall_until - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, 0.5))
+
+    def window(self) -> dict:
+        """The account's CU window and daily allowance now (``GET /admin/window``)."""
+        adm, now = self.admission, self.clock.now()
+        lim = adm.limiter
+        stats = lim.window_stats()
+        current = None
+        if stats.start_s and stats.start_s[-1] <= now < stats.start_s[-1] + lim.window_s:
+            start = stats.start_s[-1]
+            current = {"start_s": start, "end_s": start + lim.window_s,
+                       "reserved_cu": round(stats.reserved_cu[-1], 6),
+                       "settled_cu": round(stats.settled_cu[-1], 6),
+                       "admitted": stats.admitted[-1], "throttled": stats.throttled[-1]}
+        day = max(lim.daily_used, default=None)
+        return {"now_s": now, "tier": adm.tier.name, "budget_cu": lim.budget_cu,
+                "available_cu": round(lim.available(now), 6), "window": current,
+                "daily": {"allowance_cu": lim.daily_allowance_cu,
+                          "used_cu": round(lim.daily_used[day], 6) if day is not None else 0.0},
+                "connections": {"account_active": adm.connections.active,
+                                "tcp_open": len(self.registry) if self.registry else None},
+                "websockets": {"live": adm.slots.live, "stale": adm.slots.stale(now)},
+                "lateness": self.late.as_dict(),
+                "stalled_for_s": round(max(0.0, self.stall_until - time.monotonic()), 3)}
+
+    def reset(self) -> dict:
+        """Forget the account's windows, daily ledger, connections and websocket slots
+        (``POST /admin/reset``): open websockets are closed (1012), open connections are
+        asked the limits again at their next request."""
+        closed = 0
+        for socks in self.sockets.values():
+            for sock in list(socks):
+                sock.closed_by_server = True
+                sock.offer({"type": "websocket.close", "code": 1012, "reason": "reset"})
+                closed += 1
+            socks.clear()
+        self.admission = Admission(self.loaded, self.admission.tier)
+        if self.registry is not None:
+            for info in self.registry.all():
+                info.admitted, info.account = None, None
+        self.late = Lateness(self.clock.time_scale, self.late.warn)
+        return {"reset": True, "websockets_closed": closed, "now_s": self.clock.now()}
+
+    def drop_websockets(self) -> int:
+        """Drop every websocket's TCP connection without a close frame (a fault)."""
+        dropped = 0
+        for socks in self.sockets.values():
+            for sock in list(socks):
+                if sock.conn is not None:
+                    sock.conn.abort()
+                    dropped += 1
+        return dropped
+
+    async def _admin(self, scope, receive, ex: Exchange, path: str, method: str) -> None:
+        ex.what = path
+        if path == "/admin/window" and method == "GET":
+            await ex.reply(200, self.window())
+            return
+        if path == "/admin/reset" and method == "POST":
+            await ex.reply(200, self.reset())
+            return
+        if path != "/admin/faults" or method != "POST":
+            await ex.reply(404, {"error": {"code": "404", "message": "admin endpoints: GET "
+                           "/admin/window, POST /admin/reset, POST /admin/faults"}})
+            return
+        body = await self._body(scope, receive, ex)
+        if body is None:
+            return
+        try:
+            spec = json.loads(body or b"{}")
+            if not isinstance(spec, dict) or set(spec) - {"drop_websockets", "stall_s"}:
+                raise ValueError("expected an object with drop_websockets and/or stall_s")
+            drop = spec.get("drop_websockets", False)
+            stall = spec.get("stall_s", 0)
+            if not isinstance(drop, bool):
+                raise ValueError("drop_websockets: expected true or false")
+            if isinstance(stall, bool) or not isinstance(stall, int | float) \
+                    or not 0 <= stall <= 3600:
+                raise ValueError("stall_s: expected a number of seconds in [0, 3600]")
+        except ValueError as err:
+            await ex.reply(400, {"error": {"code": "400", "message": str(err)}})
+            return
+        dropped = self.drop_websockets() if drop else 0
+        if stall:
+            self.stall_until = max(self.stall_until, time.monotonic() + float(stall))
+        await ex.reply(200, {"websockets_dropped": dropped, "stall_s": stall})
 
     def _connection_closed(self, info: ConnectionInfo) -> None:
-        if info.admitted:
+        # Only a connection the current account admitted holds one of its slots.
+        if info.admitted and info.account is self.admission:
             self.admission.connection_closed(self.clock.now())
 
     # -- websockets ------------------------------------------------------------------
@@ -350,17 +582,32 @@ class EmulatorApp:
         message = await receive()
         if message["type"] != "websocket.connect":
             return
+        await self._stalled()
         conn = self._conn(scope)
-        now = self.clock.now()
+        ex = Exchange(scope, send)
+        ex.now = now = self.clock.now()
         name = self._stream_of(self._api_of(scope, conn), scope["path"])
-        if name is None:
-            await self._deny(send, 404, "404", math.nan, now)
+        ex.what = name or "-"
+        adm = self.admission
+        if not self._key_ok(scope):  # the key first, as on HTTP
+            d = Decision(AUTH_401)
+        elif name is None:
+            d = None
+        else:
+            d = adm.handshake(now, name, key_ok=True)
+        ex.decided(d.name if d is not None else "404",
+                   adm.connect_cu if d is not None and d.outcome == OK else 0.0)
+        if d is None or d.outcome != OK:
+            ex.status = 404 if d is None else HTTP_STATUS[d.outcome]
+            self.log.write(ex, conn.sni if conn is not None else None)
+            if d is None:
+                await self._deny(send, 404, "404", math.nan, now)
+            else:
+                await self._deny(send, ex.status, d.name, d.retry_after_s, now)
             return
-        d = self.admission.handshake(now, name, key_ok=self._key_ok(scope))
-        if d.outcome != OK:
-            await self._deny(send, HTTP_STATUS[d.outcome], d.name, d.retry_after_s, now)
-            return
-        sock = _Socket(name, send, conn)
+        ex.status = 101
+        self.log.write(ex, conn.sni if conn is not None else None)
+        sock = _Socket(name, send, conn, adm)
         loop = asyncio.get_running_loop()
         writer = None
         stopping = loop.create_task(self.stopping.wait())
@@ -375,15 +622,15 @@ class EmulatorApp:
                 if message.done():
                     if message.result()["type"] == "websocket.disconnect":
                         break
-                    continue
+                    continue  # messages from the client are ignored
                 # The server is stopping: close with "going away" rather than hold the
                 # shutdown until the client leaves.
                 message.cancel()
-                sock.closed_by_server = True
-                self.sockets[name].pop(sock, None)
-                self.admission.websocket_closed(self.clock.now(), clean=True,
-                                                stale_expiry_s=0.0)
-                sock.offer({"type": "websocket.close", "code": 1001, "reason": "stopping"})
+                if not sock.closed_by_server:
+                    sock.closed_by_server = True
+                    self.sockets[name].pop(sock, None)
+                    sock.release(self, clean=True, stale_expiry_s=0.0)
+                    sock.offer({"type": "websocket.close", "code": 1001, "reason": "stopping"})
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(writer, 1.0)
                 break
@@ -394,8 +641,7 @@ class EmulatorApp:
                 writer.cancel()
             if not sock.closed_by_server:
                 unclean = conn is not None and conn.tcp_closed
-                self.admission.websocket_closed(self.clock.now(), clean=not unclean,
-                                                stale_expiry_s=self._expiry())
+                sock.release(self, clean=not unclean, stale_expiry_s=self._expiry())
 
     def _expiry(self) -> float:
         exp = self._stale
@@ -418,7 +664,8 @@ class EmulatorApp:
                 continue
             sock.closed_by_server = True
             self.sockets[name].pop(sock, None)
-            self.admission.websocket_closed(t, clean=True, stale_expiry_s=0.0)
+            if sock.account is self.admission:
+                self.admission.websocket_closed(t, clean=True, stale_expiry_s=0.0)
             sock.offer({"type": "websocket.send", "text": json.dumps(
                 {"error": "cu exhausted", "t_s": round(t, 6)})})
             sock.offer({"type": "websocket.close", "code": WS_EXHAUSTED_CODE,

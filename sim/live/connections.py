@@ -1,19 +1,36 @@
-"""What the emulator knows about each TCP connection: SNI, ALPN, admission, liveness.
+"""What the emulator knows about each TCP connection, and the HTTP/2 details it fixes.
 
 ASGI gives an application requests, not connections: the scope carries the peer address
 (``client``) and the HTTP version, but neither the TLS SNI nor when the connection
 opens and closes. The per-account connection limits (spec 8.4.3-4: 430 beyond 128
 active connections or 32 new ones per second per hostname), the 421 rule (RPC and
 sizing need HTTP/2 *and* SNI) and the clean/unclean distinction of a websocket
-disconnect all need them, so the emulator wraps hypercorn's connection handler
-(:func:`tracking_connections`) -- hypercorn still speaks every byte of HTTP:
+disconnect all need them, so the emulator runs hypercorn's connection handler as
+:class:`TrackedTCPServer` -- hypercorn still speaks every byte of HTTP:
 
 * the server's TLS context records the SNI of each handshake on its ``SSLObject``
   (an ``sni_callback``, :func:`record_sni`);
-* :class:`TrackedTCPServer` registers the connection under its peer address when it
-  starts, notes when the TCP stream ends (EOF or reset: before hypercorn tells the
-  application that a websocket went away, so the application can tell a close frame
-  from a dropped connection), and unregisters it when it is done.
+* the connection is registered under its peer address when it starts; the moment its
+  TCP stream ends (EOF, reset, or a write stalled for :data:`WRITE_STALL_S`) it is
+  marked closed and the account's slot is released (:meth:`ConnectionRegistry.ended`)
+  -- whatever its requests are doing: one still in its service time finishes, is
+  settled, and its reply goes nowhere.
+
+Client behaviour hypercorn 0.18 does not survive on its own, fixed here:
+
+* a reply to a connection that went away blocked forever in hypercorn's send buffers
+  (its stream buffers are never released on a closed connection):
+  :class:`CapsimH2Protocol` releases them when the connection closes;
+* body chunks for a request whose application has finished (an early ``401`` or
+  ``413``) blocked the connection's reader on a full queue: :class:`CapsimTaskGroup`
+  drops them once the application has returned; the rest of the body of a stream
+  answered before its body ended is read into the void up to :data:`DISCARD_BYTES`,
+  then the stream is reset with ``NO_ERROR`` (RFC 9113 8.1), so the client stops;
+* a request finishing after its connection ended restarted hypercorn's keep-alive timer,
+  keeping the dead connection's objects for an hour: not any more;
+* a HEADERS frame opening stream 33 (the client did not wait for SETTINGS) closed the
+  whole connection with ``GOAWAY PROTOCOL_ERROR``: :class:`CapsimH2Connection` refuses
+  only that stream with ``RST_STREAM REFUSED_STREAM`` (RFC 9113 5.1.2).
 """
 
 from __future__ import annotations
@@ -25,13 +42,35 @@ import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
 from hypercorn.asyncio import run as hypercorn_run
+from hypercorn.asyncio.task_group import TaskGroup
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
-from hypercorn.events import Closed, RawData
+from hypercorn.events import Closed, RawData, Updated
+from hypercorn.protocol import ProtocolWrapper
+from hypercorn.protocol.h2 import H2Protocol
+from hypercorn.typing import ConnectionState
 from hypercorn.utils import parse_socket_addr
 
 _SNI_ATTR = "capsim_sni"
+
+WRITE_STALL_S = 30.0
+"""A connection whose replies cannot be written for this many wall seconds (the client
+stopped reading) is dropped, and its account slot released."""
+
+DISCARD_BYTES = 8 << 20
+"""Body bytes of an already-answered request read and dropped before the stream is
+reset (``NO_ERROR``), so that a client which sends its whole body before reading the
+reply still gets it, and one sending more is stopped."""
+
+_MAX_STREAMS = h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS
 
 
 def record_sni(ssl_object, server_name: str | None, _context) -> None:
@@ -43,9 +82,11 @@ def record_sni(ssl_object, server_name: str | None, _context) -> None:
 class ConnectionInfo:
     """One TCP connection as the emulator sees it.
 
-    ``admitted`` is ``None`` until the connection's first HTTP request on an RPC or
-    Search hostname asks the account's connection limits (then True, or False: every
-    request on it gets 430). ``tcp_closed`` turns True as soon as the TCP stream ends.
+    ``admitted`` is ``None`` until the connection's first request that passes the
+    header checks (a valid key; HTTP/2 with SNI where required) on an RPC or Search
+    hostname asks the account's connection limits (then True, or False: every request
+    on it gets 430); ``account`` is the admission that admitted it (a reset makes a new
+    one). ``tcp_closed`` turns True as soon as the TCP stream ends.
     """
 
     peer: tuple
@@ -53,17 +94,21 @@ class ConnectionInfo:
     alpn: str | None
     opened_unix: float
     admitted: bool | None = None
+    account: object = None
     tcp_closed: bool = False
+    ended: bool = False
     close: Callable[[], None] = field(default=lambda: None, repr=False)
+    abort: Callable[[], None] = field(default=lambda: None, repr=False)
 
 
 class ConnectionRegistry:
-    """Live connections by peer address; ``on_closed(info)`` is called when one ends."""
+    """Live connections by peer address; ``on_closed(info)`` is called once when one ends."""
 
     def __init__(self, on_closed: Callable[[ConnectionInfo], None] | None = None) -> None:
         self._by_peer: dict[tuple, ConnectionInfo] = {}
         self.on_closed = on_closed
         self.opened = 0
+        self.closed = 0
 
     def add(self, info: ConnectionInfo) -> None:
         self._by_peer[info.peer] = info
@@ -73,17 +118,177 @@ class ConnectionRegistry:
         """The connection an ASGI scope's ``client`` belongs to."""
         return self._by_peer.get(tuple(peer)) if peer is not None else None
 
-    def remove(self, peer: tuple) -> None:
-        info = self._by_peer.pop(peer, None)
-        if info is not None and self.on_closed is not None:
+    def ended(self, info: ConnectionInfo) -> None:
+        """The TCP stream of ``info`` ended: tell ``on_closed`` (once) and forget it."""
+        info.tcp_closed = True
+        if info.ended:
+            return
+        info.ended = True
+        self.closed += 1
+        if self._by_peer.get(info.peer) is info:
+            del self._by_peer[info.peer]
+        if self.on_closed is not None:
             self.on_closed(info)
+
+    def remove(self, peer: tuple) -> None:
+        info = self._by_peer.get(peer)
+        if info is not None:
+            self.ended(info)
+
+    def all(self) -> list[ConnectionInfo]:
+        return list(self._by_peer.values())
 
     def __len__(self) -> int:
         return len(self._by_peer)
 
 
+# -- HTTP/2 --------------------------------------------------------------------------
+
+
+class CapsimH2Connection(h2.connection.H2Connection):
+    """h2's connection, refusing a stream beyond MAX_CONCURRENT_STREAMS with
+    ``RST_STREAM REFUSED_STREAM`` instead of failing the connection.
+
+    The header block is still decoded (HPACK state is per connection); the stream is
+    then reset and none of its events reach hypercorn."""
+
+    refused_streams = 0
+
+    def _receive_headers_frame(self, frame):
+        if frame.stream_id in self.streams:
+            return super()._receive_headers_frame(frame)
+        limit = self.local_settings.max_concurrent_streams
+        if self.open_inbound_streams < limit:
+            return super()._receive_headers_frame(frame)
+        current = self.local_settings._settings[_MAX_STREAMS]
+        saved = current[0]
+        current[0] = 2**31 - 1  # let h2 open (and decode) it, then refuse it
+        try:
+            frames, events = super()._receive_headers_frame(frame)
+        finally:
+            current[0] = saved
+        self.reset_stream(frame.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+        self.refused_streams += 1
+        return frames, [e for e in events if getattr(e, "stream_id", None) != frame.stream_id]
+
+
+class CapsimH2Protocol(H2Protocol):
+    """hypercorn's HTTP/2 protocol with the fixes listed in the module docstring."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        old = self.connection
+        conn = CapsimH2Connection(config=old.config)
+        conn.DEFAULT_MAX_INBOUND_FRAME_SIZE = old.DEFAULT_MAX_INBOUND_FRAME_SIZE
+        conn.local_settings = old.local_settings
+        self.connection = conn
+        self._discarded: dict[int, int] = {}
+
+    async def handle(self, event) -> None:
+        await super().handle(event)
+        if isinstance(event, Closed):
+            # Replies still being written (or waiting on flow control) go nowhere.
+            for buffer in list(self.stream_buffers.values()):
+                await buffer.close()
+
+    async def _handle_events(self, events) -> None:
+        # One event at a time, each looked at when its turn comes: a stream opened by an
+        # earlier event of the same batch must exist when its body arrives, and one may
+        # have been answered (and removed) meanwhile -- its application need not read
+        # the body before it answers 401 or 413.
+        for event in events:
+            if (isinstance(event, h2.events.DataReceived | h2.events.StreamEnded)
+                    and event.stream_id not in self.streams):
+                # Body of a stream already answered: discard it, but give the
+                # connection's flow-control window back.
+                if isinstance(event, h2.events.DataReceived):
+                    self._discard(event)
+                else:
+                    self._discarded.pop(event.stream_id, None)
+                await self._flush()
+                continue
+            await super()._handle_events([event])
+
+    def _discard(self, event) -> None:
+        sid = event.stream_id
+        with contextlib.suppress(h2.exceptions.ProtocolError, KeyError):
+            self.connection.acknowledge_received_data(event.flow_controlled_length, sid)
+            stream = self.connection.streams.get(sid)
+            if stream is None or stream.closed or sid in self.stream_buffers:
+                return
+            # Answered already: read the rest of the body into the void (clients such
+            # as httpx read the reply only once they have sent it all), up to
+            # DISCARD_BYTES; then ask the client to stop (RFC 9113 8.1: RST_STREAM
+            # NO_ERROR after a complete response).
+            seen = self._discarded.get(sid, 0) + event.flow_controlled_length
+            if seen <= DISCARD_BYTES:
+                self._discarded[sid] = seen
+                return
+            self._discarded.pop(sid, None)
+            self.connection.reset_stream(sid, h2.errors.ErrorCodes.NO_ERROR)
+
+class CapsimProtocolWrapper(ProtocolWrapper):
+    def __init__(self, app, config, context, task_group, state, ssl_, client, server, send,
+                 alpn_protocol=None) -> None:
+        super().__init__(app, config, context, task_group, state, ssl_, client, server, send,
+                         alpn_protocol)
+        if alpn_protocol == "h2":
+            self.protocol = CapsimH2Protocol(app, config, context, task_group, state, ssl_,
+                                             client, server, send)
+
+
+# -- the application's inbox ------------------------------------------------------------
+
+
+class _Inbox:
+    """An application's receive queue that stops taking messages once it has returned."""
+
+    def __init__(self, size: int) -> None:
+        self.queue: asyncio.Queue = asyncio.Queue(size)
+        self.closed = False
+
+    async def put(self, message) -> None:
+        if not self.closed:
+            await self.queue.put(message)
+
+    def close(self) -> None:
+        self.closed = True
+        while not self.queue.empty():  # wake any put blocked on a full queue
+            self.queue.get_nowait()
+
+
+async def _handle(app, config, scope, inbox: _Inbox, send, sync_spawn, call_soon) -> None:
+    try:
+        await app(scope, inbox.queue.get, send, sync_spawn, call_soon)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        await config.log.exception("Error in ASGI Framework")
+    finally:
+        inbox.close()
+        await send(None)
+
+
+class CapsimTaskGroup(TaskGroup):
+    """hypercorn's task group whose application inboxes are :class:`_Inbox`."""
+
+    async def spawn_app(self, app, config, scope, send):
+        inbox = _Inbox(config.max_app_queue_size)
+
+        def _call_soon(func: Callable, *args: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(func(*args), self._loop).result()
+
+        self.spawn(_handle, app, config, scope, inbox, send,
+                   partial(self._loop.run_in_executor, None), _call_soon)
+        return inbox.put
+
+
+# -- the connection -------------------------------------------------------------------
+
+
 class TrackedTCPServer(TCPServer):
-    """hypercorn's per-connection handler, registering the connection in ``registry``."""
+    """hypercorn's per-connection handler (its ``run``, with the classes above),
+    registering the connection in ``registry``."""
 
     registry: ConnectionRegistry
 
@@ -93,31 +298,76 @@ class TrackedTCPServer(TCPServer):
             # asyncio sets TCP_NODELAY only on sockets created with IPPROTO_TCP; without
             # it a reply's header and body frames wait ~40 ms for a delayed ACK.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            peer = parse_socket_addr(sock.family, sock.getpeername())
+            client = parse_socket_addr(sock.family, sock.getpeername())
+            server = parse_socket_addr(sock.family, sock.getsockname())
         except OSError:
-            return await super().run()
+            await self._close()
+            return
         ssl_object = self.writer.get_extra_info("ssl_object")
+        alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else "http/1.1"
         info = ConnectionInfo(
-            peer=tuple(peer) if peer is not None else (),
-            sni=getattr(ssl_object, _SNI_ATTR, None),
-            alpn=ssl_object.selected_alpn_protocol() if ssl_object is not None else None,
-            opened_unix=time.time(),
-            close=lambda: self.loop.create_task(self._initiate_server_close()))
+            peer=tuple(client) if client is not None else (),
+            sni=getattr(ssl_object, _SNI_ATTR, None), alpn=alpn, opened_unix=time.time(),
+            close=lambda: self.loop.create_task(self._initiate_server_close()),
+            abort=self._abort)
         self._info = info
         self.registry.add(info)
         try:
-            await super().run()
-        except* ssl.SSLError:
-            pass  # a peer that vanished mid-TLS (an aborted or refused connection)
-        except* asyncio.CancelledError:
-            pass  # stopped after the grace period: end quietly, the server is going away
+            try:
+                async with CapsimTaskGroup(self.loop) as task_group:
+                    self._task_group = task_group
+                    self.protocol = CapsimProtocolWrapper(
+                        self.app, self.config, self.context, task_group,
+                        ConnectionState(self.state), ssl_object is not None, client, server,
+                        self.protocol_send, alpn)
+                    await self.protocol.initiate()
+                    await self.idle_task.restart(task_group, self._idle_timeout)
+                    await self._read_data()
+            except* (OSError, ssl.SSLError):
+                pass  # a peer that vanished mid-TLS (an aborted or refused connection)
+            except* asyncio.CancelledError:
+                pass  # stopped after the grace period: end quietly, the server is going away
         finally:
-            self.registry.remove(info.peer)
+            self.registry.ended(info)
+            with contextlib.suppress(Exception):  # e.g. data after the TLS close_notify
+                await self._close()
+
+    def _abort(self) -> None:
+        """Drop the connection at once (no GOAWAY, no TLS close_notify)."""
+        with contextlib.suppress(Exception):
+            self.writer.transport.abort()
+
+    async def protocol_send(self, event) -> None:
+        if isinstance(event, RawData):
+            async with self.send_lock:
+                try:
+                    self.writer.write(event.data)
+                    transport = self.writer.transport
+                    if transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]:
+                        # The client is not reading: wait, but not for ever.
+                        await asyncio.wait_for(self.writer.drain(), WRITE_STALL_S)
+                    else:
+                        await self.writer.drain()
+                except (ConnectionError, RuntimeError, TimeoutError, OSError):
+                    self._abort()
+                    self._ended()
+                    await self.protocol.handle(Closed())
+        elif isinstance(event, Updated) and self._info.tcp_closed:
+            # A request finishing after its connection ended: no keep-alive timer (it
+            # would keep the dead connection's objects for keep_alive_timeout).
+            await self.idle_task.stop()
+        else:
+            await super().protocol_send(event)
+
+    def _ended(self) -> None:
+        info = getattr(self, "_info", None)
+        if info is not None:
+            self.registry.ended(info)
 
     async def _read_data(self) -> None:
-        # hypercorn's loop, plus one line: mark the TCP stream ended *before* the
-        # protocol learns of it, so a websocket's disconnect can tell a dropped
-        # connection (no close frame) from a close handshake.
+        # hypercorn's loop, plus: mark the TCP stream ended (and release the account's
+        # slot) *before* the protocol learns of it, so a websocket's disconnect can tell
+        # a dropped connection (no close frame) from a close handshake.
         while not self.reader.at_eof():
             try:
                 data = await asyncio.wait_for(self.reader.read(MAX_RECV), self.config.read_timeout)
@@ -125,9 +375,7 @@ class TrackedTCPServer(TCPServer):
                 break
             else:
                 await self.protocol.handle(RawData(data))
-        info = getattr(self, "_info", None)
-        if info is not None:
-            info.tcp_closed = True
+        self._ended()
         await self.protocol.handle(Closed())
         # The peer is gone: hypercorn would otherwise keep the connection's task (and
         # our registration of it) until its keep-alive timer fired.
@@ -145,3 +393,7 @@ def tracking_connections(registry: ConnectionRegistry) -> Iterator[None]:
         yield
     finally:
         hypercorn_run.TCPServer = original
+
+
+__all__ = ["ConnectionInfo", "ConnectionRegistry", "record_sni",
+           "tracking_connections"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import signal
 import socket
 import ssl
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,8 +22,9 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..policy.admission import Admission
+from .access import AccessLog
 from .app import EmulatorApp
-from .certs import HOSTNAMES, Certificate, make_certificate
+from .certs import Certificate, hostnames, make_certificate, region_label
 from .clock import ServiceClock
 from .connections import ConnectionRegistry, record_sni, tracking_connections
 
@@ -40,6 +43,10 @@ class ServeOptions:
     time_scale: float = 1.0
     cert_dir: str | None = None
     allow_remote: bool = False
+    access_log: str | None = None
+    """``None``/``"off"``: no access log; ``"-"``: standard error; else a file."""
+    warn: Callable[[str], None] | None = None
+    """Where warnings go (default: ``announce``)."""
 
 
 def _config(cert: Certificate):
@@ -83,19 +90,46 @@ def bind(options: ServeOptions) -> socket.socket:
 
 async def serve(loaded: LoadedScenario, tier: Tier, options: ServeOptions,
                 announce: Callable[[str], None] = print,
-                stop: asyncio.Event | None = None) -> None:
-    """Serve ``loaded``'s account on ``tier`` until a signal (or ``stop``)."""
+                stop: asyncio.Event | None = None,
+                ready: Callable[[EmulatorApp], None] | None = None) -> None:
+    """Serve ``loaded``'s account on ``tier`` until a signal (or ``stop``).
+
+    Without ``options.cert_dir`` the certificates go to a temporary folder, removed when
+    the server stops -- or fails to start. ``ready(app)`` is called once it listens."""
+    temp_dir = None if options.cert_dir else tempfile.mkdtemp(prefix="capsim-serve-")
+    try:
+        await _serve(loaded, tier, options, announce, stop, ready,
+                     options.cert_dir or temp_dir)
+    finally:
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None:
     from hypercorn.asyncio.run import worker_serve
     from hypercorn.config import Sockets
     from hypercorn.utils import wrap_app
 
-    cert_dir = options.cert_dir or tempfile.mkdtemp(prefix="capsim-serve-")
-    cert = make_certificate(cert_dir)
-    sock = bind(options)
+    regions = [r.name for r in loaded.scenario.regions]
+    names = hostnames(regions)
+    skipped = [r for r in regions if region_label(r) is None]
+    cert = make_certificate(cert_dir, names)
+    log = AccessLog.open(options.access_log)
+    try:
+        sock = bind(options)
+    except CapsimError:
+        log.close()
+        raise
     port = sock.getsockname()[1]
     clock = ServiceClock.starting_now(options.time_scale)
     registry = ConnectionRegistry()
-    app = EmulatorApp(loaded, Admission(loaded, tier), clock, registry)
+    app = EmulatorApp(loaded, Admission(loaded, tier), clock, registry, log)
+    warn = options.warn or announce
+
+    def warn_aside(line: str) -> None:
+        # Never on the event loop: a pipe nobody reads (stderr) would stop the server.
+        threading.Thread(target=warn, args=(line,), daemon=True).start()
+    app.late.warn = warn_aside
     config = _config(cert)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -106,8 +140,17 @@ async def serve(loaded: LoadedScenario, tier: Tier, options: ServeOptions,
     host = f"[{options.host}]" if ":" in options.host else options.host
     announce(f"capsim serve: tier {tier.name!r}, time scale {options.time_scale:g}")
     announce(f"listening on https://{host}:{port} (HTTP/2 and HTTP/1.1)")
-    announce(f"hostnames: {', '.join(HOSTNAMES.values())} (use SNI, e.g. curl --resolve)")
+    announce(f"hostnames: {', '.join(names)} (TLS SNI and Host; resolve them to "
+             f"{options.host}: an /etc/hosts line or curl --resolve)")
+    if skipped:
+        announce(f"regions without a hostname (not a DNS label): {', '.join(skipped)}")
     announce(f"CA certificate: {cert.ca_path}")
+    announce("the CA was kept from an earlier start" if cert.reused else
+             "a new CA: trust it once (docs/how-to/use-the-emulator.md); "
+             "--cert-dir keeps it for later starts")
+    if ready is not None:
+        ready(app)
+
     async def stop_websockets() -> None:
         await stop.wait()
         app.stopping.set()
@@ -123,5 +166,5 @@ async def serve(loaded: LoadedScenario, tier: Tier, options: ServeOptions,
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
         sock.close()
+        log.close()
     announce("capsim serve: stopped")
-

@@ -23,6 +23,23 @@ def _r(x: float, nd: int = 6) -> float:
     return float(round(float(x), nd))
 
 
+DAY_S = 86400.0
+
+
+def allowance_lasts_h(allowance_cu: float | None, daily_used: dict[int, float],
+                      duration_s: float) -> float | None:
+    """Hours a daily allowance lasts at a run's rate of charged CU: the allowance over the
+    CU the allowance counted in the run (every day's) per simulated hour. None for a run
+    of a day or more (it saw whole days: ``ran_out_at`` says), without an allowance, or
+    when nothing was charged (it would last for ever)."""
+    if allowance_cu is None or duration_s >= DAY_S:
+        return None
+    charged = sum(daily_used.values())
+    if charged <= 0.0:
+        return None
+    return _r(allowance_cu / (charged / (duration_s / 3600.0)), 3)
+
+
 def request_accounts(result: TierResult, plan: Plan) -> np.ndarray:
     """The account index of each logical request (rows of ``result.requests``)."""
     a, q = result.attempts, result.requests
@@ -70,7 +87,9 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
             daily_allowance=DailyAllowance(
                 allowance_cu=res.daily_allowance_cu, used_cu=_r(used),
                 ran_out_at=None if ran_out is None else
-                (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z")),
+                (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
+                lasts_h=allowance_lasts_h(res.daily_allowance_cu, res.daily_used,
+                                          sc.duration_s)),
             connections_opened=res.connections.opened,
             refused_430=int((outcomes == rc.CONN_430).sum()),
             ws_handshakes_ok=int((a["outcome"][is_ws] == rc.OK).sum()),

@@ -33,7 +33,7 @@ from ..results.summary import (
     WebsocketsSummary,
 )
 from ..workload.demand import Plan
-from .accounts import plan_summary
+from .accounts import allowance_lasts_h, plan_summary
 from .tables import spool_column, success_latencies_ms
 
 _THROTTLES = np.array(rc.THROTTLES)
@@ -103,13 +103,15 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
             "used_cu": _r(daily_used),
             "ran_out_at": None if ran_out is None
             else (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
+            "lasts_h": _lasts_h(result, sc.duration_s),
         },
         "retry_budget_refusals": result.retry_budget_refusals,
         "connections": connections,
         "websockets": _websockets(result, settled_cols["total"]),
         "by_method": settled_cols["by_method"],
     }
-    summary["meets_slo"], summary["slo_violations"] = slo_check(summary, sc.slo)
+    summary["meets_slo"], summary["slo_violations"] = slo_check(
+        summary, sc.slo, causes=failure_causes(summary, plan, tier))
     summary["plan"] = plan_summary(result, plan)
     return TierSummary.model_validate(summary)
 
@@ -122,6 +124,17 @@ def _settled(result: TierResult, a: dict[str, np.ndarray], plan: Plan) -> dict:
     return {"total": total, "settled": _r(total), "by_method": _by_method(a, settled, plan)}
 
 
+def _lasts_h(result: TierResult, duration_s: float) -> float | None:
+    """How long the daily allowance lasts at this run's rate (runs shorter than a day);
+    with several accounts, each has its own allowance: the one that lasts least."""
+    per_account = [allowance_lasts_h(a.daily_allowance_cu, a.daily_used, duration_s)
+                   for a in (result.accounts or [])]
+    if len(per_account) > 1:
+        known = [h for h in per_account if h is not None]
+        return min(known, default=None)
+    return allowance_lasts_h(result.daily_allowance_cu, result.daily_used, duration_s)
+
+
 def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary | None:
     ws = result.websockets
     if ws is None:
@@ -130,7 +143,9 @@ def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary |
         "handshakes": ws.handshakes,
         "wanted_s": _r(ws.wanted_s, 3),
         "connected_s": _r(ws.connected_s, 3),
-        "connected_fraction": _r(ws.connected_fraction),
+        # NaN in the records when nothing was wanted (load scaled every client to 0
+        # connections): no fraction, not a number the summary cannot hold.
+        "connected_fraction": (_r(ws.connected_fraction) if ws.wanted_s > 0 else None),
         "events_published": {k: int(v) for k, v in ws.events_published.items()},
         "events_delivered": int(ws.events_delivered),
         "events_lost": int(ws.events_lost),
@@ -179,19 +194,67 @@ def _by_method(a: dict[str, np.ndarray], settled: np.ndarray, plan: Plan
     return out
 
 
-def slo_check(summary: dict, slo: Slo) -> tuple[bool, list[str]]:
+_FAILURES = {
+    "434": "throttled by the 12-second CU window (434)",
+    "-32005": "throttled by the 12-second CU window (-32005)",
+    "ws_cu_rejected": "websocket handshakes refused by the 12-second CU window",
+    "401": "401: a key of no account, or revoked",
+    "oversized": "oversized: one request costs more than the window's budget",
+    "421": "421: sent to a hostname of another API",
+    "430": "430: too many connections or new connections per second",
+    "435": "435: every websocket slot taken",
+}
+
+
+def failure_causes(summary: dict, plan: Plan, tier) -> str | None:
+    """Why a tier's requests failed, in words, the largest share first: "402 for 96.6 %
+    of requests: svc_search uses search, not in this tier's selection (rpc)"; None when
+    every request succeeded."""
+    n = summary["requests"]
+    counts = {k: v for k, v in summary["request_outcomes"].items() if k != "ok" and v}
+    if not n or not counts:
+        return None
+    methods = plan.scenario.methods
+    parts = []
+    for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        share = f"{count / n:.1%} of requests"
+        if name == "402":
+            outside = sorted(m for m in summary["by_method"]
+                             if m in methods and methods[m].api not in tier.apis)
+            why = []
+            if outside:
+                apis = sorted({methods[m].api for m in outside})
+                why.append(f"the API is not in the selection ({', '.join(outside)} use "
+                           f"{', '.join(apis)}; this tier has {', '.join(summary['apis'])})")
+            if summary["daily_allowance"]["ran_out_at"] is not None:
+                why.append("the daily allowance ran out at "
+                           f"{summary['daily_allowance']['ran_out_at']}")
+            parts.append(f"402 for {share}: " + ("; ".join(why) or "payment required"))
+        else:
+            parts.append(f"{_FAILURES.get(name, name)}: {share}")
+    return "; ".join(parts)
+
+
+def slo_check(summary: dict, slo: Slo, causes: str | None = None) -> tuple[bool, list[str]]:
     """Whether a tier's summary (the dict :func:`tier_summary` builds, before it becomes
-    a :class:`TierSummary`) meets the SLO, and the violations in words."""
+    a :class:`TierSummary`) meets the SLO, and the violations in words (``causes``: why
+    requests failed, see :func:`failure_causes`, named with the failure rate)."""
     bad = []
     if summary["throttle_rate"] > slo.max_throttle_rate:
         bad.append(f"throttle rate {summary['throttle_rate']:.4f} > {slo.max_throttle_rate}")
     if summary["failure_rate"] > slo.max_failure_rate:
-        bad.append(f"failure rate {summary['failure_rate']:.4f} > {slo.max_failure_rate}")
+        bad.append(f"failure rate {summary['failure_rate']:.4f} > {slo.max_failure_rate}"
+                   + (f" ({causes})" if causes else ""))
     p99 = summary["latency_ms"]["p99"]
     if p99 is None:
         bad.append(f"p99 latency: no successful request (SLO ≤ {slo.p99_latency_ms} ms)")
     elif p99 > slo.p99_latency_ms:
         bad.append(f"p99 latency {p99} ms > {slo.p99_latency_ms} ms")
+
+    lasts = summary["daily_allowance"]["lasts_h"]
+    if slo.allowance_must_last_day and lasts is not None and lasts < 24:
+        bad.append(f"daily allowance lasts {lasts:.1f} h at this rate (< 24 h; "
+                   "[slo] allowance_must_last_day)")
     return not bad, bad
 
 

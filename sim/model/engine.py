@@ -15,6 +15,11 @@ admitted attempt: the :class:`Request` itself is the event, put back on the queu
 request's final outcome schedules its worker's next send. The open-loop feeder is a
 process that wakes once per ``FEED_HORIZON_S`` and schedules the sends of that slice, so
 no event exists per request long before its time.
+
+The service decides in :data:`sim.policy.admission.ORDER`'s order, tabulated once per run
+(``_gate``, ``_after_limiter``). The same model written plainly -- a SimPy process per
+request, no heap pushes or tables -- is ``tests/helpers/reference_engine.py``, and
+``tests/validation/test_reference_engine.py`` holds the two to the same attempts.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ from simpy.events import NORMAL, Event
 
 from ..config.tiers import APIS, RPC, Tier
 from ..core.rng import stream
-from ..core.vocabulary import SIZE_METHOD, Rng
-from ..policy.limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, WindowStats
+from ..core.vocabulary import Rng
+from ..policy.admission import ORDER
 from ..policy.limiter import OK as LIM_OK
+from ..policy.limiter import WindowStats
 from ..policy.limiters import Limiter
 from ..policy.pacing import TokenBucket
 from ..policy.retry import RetryDecider
@@ -46,6 +52,13 @@ from .websockets.sessions import Websockets
 
 FEED_HORIZON_S = 1.0
 _NAN = math.nan
+# The values the hot paths pack into a row, in their order (``_complete``, ``_refused``),
+# by the recorder's column names: binding the packers checks them against its layout.
+_ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", "t_send",
+                   "t_end", "outcome", "cu_reserved", "cu_settled", "retry_after_s",
+                   "phantom", "stream_wait_s")
+_REQUEST_VALUES = ("request_id", "source", "method", "t_first", "t_end", "outcome",
+                   "attempts")
 
 
 class Request(Event):
@@ -207,9 +220,11 @@ class TierRun:
         self.rec = rc.Recorder(*sinks, on_chunk=self.minutes)
         t = plan.tables
         self._key_account = t.key_account.tolist()
-        self._method_rpc = [APIS[a] == RPC for a in t.method_api]
-        self._method_needs_h2 = [m == SIZE_METHOD or APIS[a] == RPC
+        self._method_needs_h2 = [ORDER.needs_h2(m, APIS[a])
                                  for m, a in zip(t.methods, t.method_api, strict=True)]
+        # The admission order's step 5 as a table: limiter status -> outcome, per method.
+        by_rpc = {rpc: ORDER.http_limiter_table(rpc=rpc) for rpc in (False, True)}
+        self._after_limiter = [by_rpc[APIS[a] == RPC] for a in t.method_api]
         self._half_rtt = (t.region_rtt_s / 2).tolist()
         self._deciders, self._retry_codes, self._h2_ok = [], [], []
         self._pacers: list[TokenBucket | None] = []
@@ -231,6 +246,7 @@ class TierRun:
                                                         for _ in sc.sources]
         self._gate = [[[self._admission(s, k, m) for m in range(len(t.methods))]
                        for k in range(len(t.keys))] for s in range(len(sc.sources))]
+        self._window_retry_after = ORDER.WINDOW_RETRY_AFTER
         self._duration_s = sc.duration_s
         self._schedule = self.env.schedule
         # The hot paths push onto SimPy's event heap what ``env.schedule(event, NORMAL,
@@ -243,7 +259,8 @@ class TierRun:
         # The recorder's row buffers and packers, bound once (it empties the buffers in
         # place): an attempt or request row is one ``buf += pack(...)``.
         self._abuf, self._qbuf = self.rec.attempt_buf, self.rec.request_buf
-        self._apack, self._qpack = rc.ATTEMPT_ROW.pack, rc.REQUEST_ROW.pack
+        self._apack = rc.ATTEMPT_ROW.packer(*_ATTEMPT_VALUES)
+        self._qpack = rc.REQUEST_ROW.packer(*_REQUEST_VALUES)
         self._abytes, self._qbytes = self.rec.attempt_chunk_bytes, self.rec.request_chunk_bytes
         self.ws = None
         if sc.streams:
@@ -263,15 +280,14 @@ class TierRun:
                                               plan.loaded.pricing.websocket.connect_cu))
 
     def _admission(self, source: int, key: int, method: int) -> int | Limiter:
-        """What the service does with an attempt before its limiter, which depends only
-        on (source, key, method): refuse it with an outcome code, or ask this limiter."""
-        if self._method_needs_h2[method] and not self._h2_ok[source]:
-            return rc.PROTO_421
-        if (acct := self._key_account[key]) < 0:
-            return rc.AUTH_401
-        if not self.accounts[acct].method_in_tier[method]:
-            return rc.PAY_402
-        return self.accounts[acct].limiter
+        """What the service does with an attempt before its limiter (:data:`ORDER`'s steps
+        2-4), which depends only on (source, key, method): refuse it with an outcome
+        code, or ask this limiter."""
+        acct = self._key_account[key]
+        refused = ORDER.http_before_limiter(
+            needs_h2=self._method_needs_h2[method], h2_sni=self._h2_ok[source],
+            key_ok=acct >= 0, api_in_tier=acct >= 0 and self.accounts[acct].method_in_tier[method])
+        return self.accounts[acct].limiter if refused is None else refused
 
     # -- the run ---------------------------------------------------------------------
 
@@ -464,29 +480,22 @@ class TierRun:
     # -- the service side ------------------------------------------------------------
 
     def _arrive(self, r: Request) -> None:
-        """An attempt reaches the service: protocol, key, subscription, then the limiter."""
+        """An attempt reaches the service: protocol, key, subscription, then the limiter
+        (:data:`ORDER`: steps 2-4 from the ``_gate`` table, step 5 from ``_after_limiter``)."""
         now = self.env._now
-        retry_after = _NAN
         lim = self._gate[r.source][r.key][r.method]
-        if lim.__class__ is int:
-            outcome = lim  # refused before the limiter: 421, 401 or 402
-        else:
-            status = lim.reserve(now, r.reserve, r.actual)
-            if status == LIM_OK:
-                r.booked, r.lim = status, lim
-                r.callbacks = self._to_complete
-                heappush(self._queue, (now + r.service_s, NORMAL, next(self._eid), r))
-                return
-            if status == THROTTLED:
-                if self._method_rpc[r.method]:
-                    outcome = rc.RPC_32005
-                else:
-                    outcome, retry_after = rc.HTTP_434, float(lim.retry_after(now))
-                self._refused(r, now, outcome, retry_after, status.phantom)
-                return
-            outcome = rc.PAY_402 if status == NO_ALLOWANCE else rc.OVERSIZED
-            assert status in (NO_ALLOWANCE, OVERSIZED)
-        self._refused(r, now, outcome, retry_after, False)
+        if lim.__class__ is int:  # refused before the limiter: 421, 401 or 402
+            self._refused(r, now, lim, _NAN, False)
+            return
+        status = lim.reserve(now, r.reserve, r.actual)
+        if status == LIM_OK:
+            r.booked, r.lim = status, lim
+            r.callbacks = self._to_complete
+            heappush(self._queue, (now + r.service_s, NORMAL, next(self._eid), r))
+            return
+        outcome = self._after_limiter[r.method][status]
+        self._refused(r, now, outcome, float(lim.retry_after(now))
+                      if outcome in self._window_retry_after else _NAN, status.phantom)
 
     def _complete(self, r: Request) -> None:
         """The service settles and replies OK: record the attempt and the request."""

@@ -8,6 +8,7 @@ the number of attempts it records.
 
 from __future__ import annotations
 
+import inspect
 import struct
 
 import numpy as np
@@ -29,6 +30,8 @@ from ..core.vocabulary import (  # noqa: F401
 )
 from .sinks import MemorySink, ParquetSink  # noqa: F401  (rc.ParquetSink in the engine)
 
+# The row layouts, named once: every writer of rows binds its packer by these names
+# (:meth:`RowFormat.packer`), every reader gets columns by them.
 ATTEMPT_COLUMNS = (
     ("request_id", np.int64), ("attempt", np.int16), ("source", np.int16),
     ("method", np.int16), ("key", np.int16), ("region", np.int16),
@@ -61,11 +64,22 @@ class RowFormat:
 
     def __init__(self, columns) -> None:
         self.columns = columns
+        self.names: tuple[str, ...] = tuple(name for name, _ in columns)
         self.struct = struct.Struct("<" + "".join(_STRUCT_CODES[dt] for _, dt in columns))
         self.dtype = np.dtype([(name, np.dtype(dt).newbyteorder("<")) for name, dt in columns])
         assert self.dtype.itemsize == self.struct.size  # '<': packed, as the dtype is
         self.pack = self.struct.pack
         self.size = self.struct.size
+
+    def packer(self, *names: str):
+        """:attr:`pack` for a writer that passes a row's values in the order ``names``:
+        the layout is matched by name once, when the writer binds it, so a column added,
+        renamed or moved here stops every writer at start-up instead of shifting values
+        into the wrong columns. (The packing itself stays one C call per row.)"""
+        if names != self.names:
+            raise RuntimeError(f"row layout: a writer packs {names}, the table's columns "
+                               f"are {self.names}")
+        return self.pack
 
     def columns_of(self, buf: bytes | bytearray) -> dict[str, np.ndarray]:
         """The rows in ``buf`` as contiguous, native-typed columns."""
@@ -100,25 +114,21 @@ class Recorder:
         self._handshakes: tuple[list, ...] = tuple([] for _ in range(8))
         self.attempt_buf = bytearray()
         self.request_buf = bytearray()
+        # attempt()'s parameters are the columns' names: bound by them
+        self._apack = ATTEMPT_ROW.packer(*list(inspect.signature(self.attempt).parameters))
         #: Bytes of a full chunk, per table.
         self.attempt_chunk_bytes = chunk_rows * ATTEMPT_ROW.size
         self.request_chunk_bytes = chunk_rows * REQUEST_ROW.size
 
-    def attempt(self, rid, attempt, source, method, key, region, t_send, t_end, outcome,
-                reserved, settled, retry_after, phantom, stream_wait) -> None:
-        """Record one attempt (``retry_after`` is NaN when the reply carried none)."""
-        self.attempt_buf += ATTEMPT_ROW.pack(
-            rid, attempt, source, method, key, region, t_send, t_end, outcome, reserved,
-            settled, retry_after, phantom, stream_wait)
+    def attempt(self, request_id, attempt, source, method, key, region, t_send, t_end,
+                outcome, cu_reserved, cu_settled, retry_after_s, phantom,
+                stream_wait_s) -> None:
+        """Record one attempt (``retry_after_s`` is NaN when the reply carried none)."""
+        self.attempt_buf += self._apack(
+            request_id, attempt, source, method, key, region, t_send, t_end, outcome,
+            cu_reserved, cu_settled, retry_after_s, phantom, stream_wait_s)
         if len(self.attempt_buf) >= self.attempt_chunk_bytes:
             self._flush_attempts()
-
-    def request(self, rid, source, method, t_first, t_end, outcome, attempts) -> None:
-        """Record a logical request once it has its final outcome."""
-        self.request_buf += REQUEST_ROW.pack(rid, source, method, t_first, t_end, outcome,
-                                             attempts)
-        if len(self.request_buf) >= self.request_chunk_bytes:
-            self._flush_requests()
 
     def flush(self) -> None:
         """Hand on the rows of whichever table has a full chunk: for a caller that
@@ -140,7 +150,7 @@ class Recorder:
     def _write_handshakes(self, first_rid: int) -> None:
         # Through the attempt buffers, so the chunks (and the report's row groups) are
         # those of a run that had recorded them as attempts at the end.
-        attempt = self.attempt
+        attempt = self.attempt  # (its arguments are ATTEMPT_COLUMNS, by name, below)
         for i, (source, method, key, region, t, outcome, cu, retry_after) in enumerate(
                 zip(*self._handshakes, strict=True)):
             attempt(first_rid + i, 1, source, method, key, region, t, t, outcome, cu, cu,
@@ -171,7 +181,3 @@ class Recorder:
         self._flush_requests()
         self.attempt_sink.close()
         self.request_sink.close()
-
-    def arrays(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """``(attempts, requests)`` as dicts of typed numpy columns (after :meth:`close`)."""
-        return self.attempt_sink.read(), self.request_sink.read()

@@ -1,4 +1,9 @@
-"""The service's decisions, one call per attempt, over the simulator's policy objects.
+"""The service's admission order, written once, and its decisions over the policy objects.
+
+:class:`AdmissionOrder` (one instance, :data:`ORDER`) is the order of the service's checks
+and the outcome of each (spec 8): a pure function of what each check found. The SimPy
+model (:mod:`sim.model.engine`, which tabulates it per method and client at start-up, and
+:mod:`sim.model.websockets.sessions`) and :class:`Admission` all take it from here.
 
 :class:`Admission` holds one account's limiter (:func:`sim.policy.limiters.make_limiter`
 for the scenario's ``[limiter]``), websocket :class:`~sim.policy.slots.SlotPool` and
@@ -16,12 +21,17 @@ Along a timeline (tier "RPC", 4,000 CU per 12 s; ``svc_call`` costs 20 CU)::
     t=5.00  request(POST /v1/size)               -> 402       the tier has no Search API
     t=12.0  request(svc_call)                    -> ok        window 1
 
-Order of the checks (docs/explanation/spec-rules.md; the same as ``sim.model.engine`` and
-``sim.model.websockets``): an HTTP request is refused with 430 when its connection was
-refused, then 421 (RPC or ``POST /v1/size`` without HTTP/2 and SNI), 401 (unknown key),
-402 (API outside the tier), then the limiter (434 / -32005 / 402 for the daily
-allowance / oversized). A handshake checks 401, 402, the slot cap (435), then spends
-the connect cost (``ws_cu_rejected`` with the window's Retry-After, or 402).
+Order of the checks (:class:`AdmissionOrder`; docs/explanation/spec-rules.md): an HTTP
+request is refused with 430 when its connection was refused, then 421 (RPC or ``POST
+/v1/size`` without HTTP/2 and SNI), 401 (unknown key), 402 (API outside the tier), then
+the limiter (oversized, 402 for the daily allowance, 434 / -32005 for the window). A
+connection is the account's from its first request that passes 421 and 401: the emulator
+(:mod:`sim.live.app`) and the trace comparison (:mod:`sim.calibration.agreement`) decide
+those from the headers before calling :meth:`Admission.connection_opened`, so a connection
+that never presents a valid key counts against no limit; the SimPy model, whose sources
+always hold keys it knows, opens the connection first, with the same outcomes. A handshake
+checks 401, 402, the slot cap (435), then spends the connect cost (``ws_cu_rejected`` with
+the window's Retry-After, or 402).
 """
 
 from __future__ import annotations
@@ -55,6 +65,91 @@ from .limiters import make_limiter
 from .slots import SlotPool
 
 _NAN = math.nan
+LIMITER_STATUSES = (LIM_OK, THROTTLED, NO_ALLOWANCE, OVERSIZED)
+"""The limiter's answers, in code order (``LIMITER_STATUSES[s] == s``)."""
+
+
+class AdmissionOrder:
+    """The service's order of checks and the outcome of each, written once (spec 8).
+
+    An HTTP attempt::
+
+        1. its connection          refused by the account's connection limits -> 430
+        2. HTTP/2 and SNI          RPC or POST /v1/size without both           -> 421
+        3. the key                 no account's key                             -> 401
+        4. the API in the tier     the account's tier lacks the method's API   -> 402
+        5. the CU limiter          oversized -> oversized, daily allowance -> 402,
+                                   the 12-second window -> -32005 (RPC) or 434
+                                   (with the window's Retry-After)
+
+    A websocket handshake: the key (401), the stream's API in the tier (402), a slot
+    (435, with the slot pool's Retry-After), then the connect cost from the limiter
+    (daily allowance -> 402; the window or a cost above it -> ``ws_cu_rejected`` with the
+    window's Retry-After; the slot goes back). Steps 1 and the slot are the transport's
+    and the slot pool's (:class:`~sim.policy.connections.AccountConnections`,
+    :class:`~sim.policy.slots.SlotPool`); the rest are these methods, pure functions of
+    what each check found. Outcomes are codes of :data:`~sim.core.vocabulary.OUTCOMES`.
+    """
+
+    #: Outcomes answered with the CU window's ``Retry-After`` (the limiter's).
+    WINDOW_RETRY_AFTER = frozenset({HTTP_434, WS_CU})
+
+    @staticmethod
+    def needs_h2(method: str, api: str) -> bool:
+        """Whether ``method`` (of ``api``) requires HTTP/2 with SNI (spec 8.4.1)."""
+        return method == SIZE_METHOD or api == RPC
+
+    @staticmethod
+    def http_before_limiter(*, needs_h2: bool, h2_sni: bool, key_ok: bool,
+                            api_in_tier: bool) -> int | None:
+        """Steps 2-4 of an HTTP attempt on an admitted connection: the refusal, or None
+        (ask the limiter)."""
+        if needs_h2 and not h2_sni:
+            return PROTO_421
+        if not key_ok:
+            return AUTH_401
+        if not api_in_tier:
+            return PAY_402
+        return None
+
+    @staticmethod
+    def http_limiter(status: int, *, rpc: bool) -> int:
+        """Step 5: the outcome of the limiter's answer ``status`` to an HTTP attempt
+        (``rpc``: a JSON-RPC method, refused by the window with -32005 and no header)."""
+        if status == LIM_OK:
+            return OK
+        if status == THROTTLED:
+            return RPC_32005 if rpc else HTTP_434
+        if status == NO_ALLOWANCE:
+            return PAY_402
+        assert status == OVERSIZED
+        return OUT_OVERSIZED
+
+    @staticmethod
+    def handshake_before_slots(*, key_ok: bool, api_in_tier: bool) -> int | None:
+        """A handshake's key and API checks: the refusal, or None (ask for a slot)."""
+        if not key_ok:
+            return AUTH_401
+        if not api_in_tier:
+            return PAY_402
+        return None
+
+    @staticmethod
+    def handshake_connect(status: int) -> int:
+        """The outcome of the limiter's answer ``status`` to a handshake's connect cost."""
+        if status == LIM_OK:
+            return OK
+        if status == NO_ALLOWANCE:
+            return PAY_402
+        return WS_CU  # the window, or a connect cost above it (OVERSIZED)
+
+    def http_limiter_table(self, *, rpc: bool) -> tuple[int, ...]:
+        """:meth:`http_limiter` for each limiter status, indexed by the status."""
+        return tuple(self.http_limiter(s, rpc=rpc) for s in LIMITER_STATUSES)
+
+
+ORDER = AdmissionOrder()
+"""The service's admission order (the one instance)."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +200,7 @@ class Admission:
 
     def needs_h2(self, method: str) -> bool:
         """Whether ``method`` requires HTTP/2 with SNI (spec 8.4.1: RPC and sizing)."""
-        return method == SIZE_METHOD or self.method_api.get(method) == RPC
+        return ORDER.needs_h2(method, self.method_api.get(method))
 
     def request(self, now: float, method: str, *, key_ok: bool, h2_sni: bool,
                 reserve_cu: float, actual_cu: float, api: str | None = None) -> Decision:
@@ -115,24 +210,18 @@ class Admission:
         ``actual_cu`` are what it reserves and will settle to (0 for unbilled methods).
         """
         api = api or self.method_api.get(method, RPC)
-        if self.needs_h2(method) and not h2_sni:
-            return Decision(PROTO_421)
-        if not key_ok:
-            return Decision(AUTH_401)
-        if not self.tier.includes(api):
-            return Decision(PAY_402)
+        refused = ORDER.http_before_limiter(needs_h2=self.needs_h2(method), h2_sni=h2_sni,
+                                            key_ok=key_ok, api_in_tier=self.tier.includes(api))
+        if refused is not None:
+            return Decision(refused)
         lim = self.limiter
         status = lim.reserve(now, reserve_cu, actual_cu)
-        if status == LIM_OK:
+        outcome = ORDER.http_limiter(status, rpc=api == RPC)
+        if outcome == OK:
             return Decision(OK, ticket=(status, reserve_cu, actual_cu))
-        if status == THROTTLED:
-            if api == RPC:
-                return Decision(RPC_32005)
-            return Decision(HTTP_434, float(lim.retry_after(now)))
-        if status == NO_ALLOWANCE:
-            return Decision(PAY_402)
-        assert status == OVERSIZED
-        return Decision(OUT_OVERSIZED)
+        if outcome in ORDER.WINDOW_RETRY_AFTER:
+            return Decision(outcome, float(lim.retry_after(now)))
+        return Decision(outcome)
 
     def settle(self, now: float, decision: Decision) -> None:
         """Settle an admitted attempt to its actual CU (after its service time)."""
@@ -159,20 +248,20 @@ class Admission:
 
     def handshake(self, now: float, stream: str, *, key_ok: bool) -> Decision:
         """Decide a websocket handshake on ``stream`` (a stream name of the vocabulary)."""
-        if not key_ok:
-            return Decision(AUTH_401)
-        if not self.tier.includes(STREAM_API[stream]):
-            return Decision(PAY_402)
+        refused = ORDER.handshake_before_slots(
+            key_ok=key_ok, api_in_tier=self.tier.includes(STREAM_API[stream]))
+        if refused is not None:
+            return Decision(refused)
         ok, wait = self.slots.acquire(now)
         if not ok:
             return Decision(WS_435, float(wait))
-        status = self.limiter.spend(now, self.connect_cu)
-        if status == LIM_OK:
+        outcome = ORDER.handshake_connect(self.limiter.spend(now, self.connect_cu))
+        if outcome == OK:
             return Decision(OK)
         self.slots.release_clean(now)
-        if status == NO_ALLOWANCE:
-            return Decision(PAY_402)
-        return Decision(WS_CU, float(self.limiter.retry_after(now)))
+        if outcome in ORDER.WINDOW_RETRY_AFTER:
+            return Decision(outcome, float(self.limiter.retry_after(now)))
+        return Decision(outcome)
 
     def websocket_closed(self, now: float, *, clean: bool, stale_expiry_s: float) -> None:
         """A live websocket ended: a clean close frees its slot at once, an unclean one

@@ -173,7 +173,6 @@ class CULimiter:
         self._w_admitted: list[int] = []
         self._w_throttled: list[int] = []
         self._w_phantom: list[int] = []
-        self.last_phantom = False
         # The Reservations of the current window and day, made on first use and handed to
         # every action of that window (never mutated): admitted, throttled, phantom. A new
         # window or day forgets them (_forget_bookings).
@@ -235,10 +234,9 @@ class CULimiter:
 
         ``actual`` is what the action will settle to (defaults to ``cost``); it is used
         only to tell *phantom* throttles -- ones that would have fitted had every
-        in-flight reservation already settled -- from real ones (``.phantom``; also
-        :attr:`last_phantom`). :attr:`wid` and :attr:`day` are the current window and day.
+        in-flight reservation already settled -- from real ones (``.phantom``).
+        :attr:`wid` and :attr:`day` are the current window and day.
         """
-        self.last_phantom = False
         if cost <= 0.0:
             return _UNBILLED
         if cost > self._limit:
@@ -258,7 +256,6 @@ class CULimiter:
             self._w_throttled[wid] += 1
             pending = self._pending_excess if self._origin else self._pending_excess_all
             if self._used - pending + cost <= self._limit:
-                self.last_phantom = True
                 self._w_phantom[wid] += 1
                 booked = self._phantom_booked
                 if booked is None:
@@ -285,17 +282,12 @@ class CULimiter:
             booked = self._ok_booked = _booked(OK, wid, self.day)
         return booked
 
-    def settle(self, now: float, booked: Reservation | int, reserved: float, actual: float,
-               _actual: float | None = None) -> None:
-        """Settle a reservation to ``actual`` CU: ``settle(now, reservation, reserved,
-        actual)``, or ``settle(now, window, day, reserved, actual)`` with the ids."""
-        # Positional, not *args: this is every admitted attempt's path.
-        if _actual is None:
-            wid, day = booked.window, booked.day
-        else:
-            wid, day, reserved, actual = booked, reserved, actual, _actual
+    def settle(self, now: float, booked: Reservation, reserved: float, actual: float) -> None:
+        """Settle the reservation ``booked`` (what :meth:`reserve` returned) from
+        ``reserved`` to ``actual`` CU."""
         if reserved <= 0.0:
             return
+        wid = booked.window
         self._w_settled[wid] += actual
         refund = reserved - actual
         if refund <= 0.0:
@@ -313,9 +305,9 @@ class CULimiter:
         if self.daily_allowance_cu is not None:
             if now >= self._day_end:
                 self._roll_day(now)
-            if day == self.day:
+            if booked.day == self.day:
                 self._day_used = max(0.0, self._day_used - refund)
-                self.daily_used[day] = self._day_used
+                self.daily_used[self.day] = self._day_used
 
     def spend(self, now: float, cost: float) -> Reservation:
         """Reserve a cost known in advance and settle it at once (websocket connects and

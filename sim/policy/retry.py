@@ -1,19 +1,49 @@
-"""Client retry policies (pure: no SimPy).
+"""Client retry and reconnect delays (pure: no SimPy).
 
-``delay(attempt, retry_after)`` answers how long a client waits before attempt
-``attempt + 1`` after a refused ``attempt``, or ``None`` when it gives up (attempts
-exhausted, or the retry budget spent). Jitter comes from the client's own named stream,
-pre-drawn in blocks so that a retry costs no generator call.
+:func:`backoff_s` is the one formula of a wait before trying again: an HTTP client's
+retry (:class:`RetryDecider`, ``[clients.retry]``), a websocket client's reconnect
+(:mod:`sim.model.websockets`, ``[[streams]] reconnect``) and the live driver's reconnect
+all take it. ``delay(attempt, retry_after)`` answers how long a client waits before
+attempt ``attempt + 1`` after a refused ``attempt``, or ``None`` when it gives up
+(attempts exhausted, or the retry budget spent). Jitter comes from the client's own
+named stream, pre-drawn in blocks so that a retry costs no generator call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..config.scenario import RetryPolicy
+from ..config.websockets import ReconnectPolicy
 from ..core.draws import BlockDraws
 
 _BLOCK = 4096
+_MAX_DOUBLINGS = 60  # 2.0 ** n stays finite; any cap_s is reached long before
+
+
+def backoff_s(policy: RetryPolicy | ReconnectPolicy, n: int, retry_after: float | None,
+              uniform: Callable[[], float]) -> float:
+    """Seconds to wait before trying again, the ``n``-th wait in a row (1: the first).
+
+    ``immediate``: 0; ``fixed``: ``delay_s``; ``retry-after`` with a header
+    (``retry_after`` not None nor NaN): the header plus ``jitter_s`` times a uniform draw;
+    otherwise (``exponential``, or ``retry-after`` without a header, as after JSON-RPC
+    ``-32005``) full jitter: a uniform draw times ``min(cap_s, base_s * 2 ** (n - 1))``.
+    ``uniform()`` is called only when the formula uses a draw (at most once).
+    """
+    # (every retry of every client comes here: branches, not calls, on the way)
+    kind = policy.policy
+    if kind == "retry-after" and retry_after is not None and retry_after == retry_after:
+        return retry_after + policy.jitter_s * uniform()
+    if kind == "fixed":
+        return policy.delay_s
+    if kind == "immediate":
+        return 0.0
+    wait = policy.base_s * 2.0 ** (n - 1 if n <= _MAX_DOUBLINGS else _MAX_DOUBLINGS)
+    cap = policy.cap_s
+    return uniform() * (wait if wait < cap else cap)
 
 
 class RetryDecider:
@@ -42,9 +72,4 @@ class RetryDecider:
             self.budget_refusals += 1
             return None
         self.retries += 1
-        if self._kind == "fixed":
-            return p.delay_s
-        if self._kind == "retry-after" and retry_after is not None:
-            return retry_after + p.jitter_s * self._uniform()
-        # exponential with full jitter (also retry-after's fallback without a header)
-        return self._uniform() * min(p.cap_s, p.base_s * 2.0 ** (attempt - 1))
+        return backoff_s(p, attempt, retry_after, self._uniform)

@@ -16,15 +16,33 @@ one leaves it stale until its expiry; a refused acquire answers with the whole s
 (at least 1) until the earliest stale slot expires, or ``retry_after_live_s`` when every
 slot is live (always, at cap 0). Expiries are applied lazily from ``now`` by whichever
 call comes next: nothing ticks. Pure Python and numpy, no SimPy: the simulator and the
-live emulator share it.
+live emulator share it, and :func:`stale_expiry_s` (how long a dropped slot stays stale).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 
 import numpy as np
+
+from ..config.websockets import ExpiryRange
+
+
+def stale_expiry_s(expiry: float | ExpiryRange, uniform: Callable[[], float]) -> float:
+    """How long one unclean drop's slot stays stale (``[ws] stale_expiry_s``): a number as
+    it is, a ``{low, high}`` range drawn uniformly (``uniform()`` called once, only then)."""
+    if isinstance(expiry, ExpiryRange):
+        return expiry.low + (expiry.high - expiry.low) * uniform()
+    return float(expiry)
+
+
+def mean_stale_expiry_s(expiry: float | ExpiryRange) -> float:
+    """The expected stale time of :func:`stale_expiry_s` (a range's midpoint)."""
+    if isinstance(expiry, ExpiryRange):
+        return (expiry.low + expiry.high) / 2.0
+    return float(expiry)
 
 
 def whole_seconds_until(target: float, now: float) -> int:

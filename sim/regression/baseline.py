@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..config.key_paths import masked_override
 from ..core.errors import CapsimError, read_user_text
 from ..core.intervals import Interval, mean_interval
 from ..core.version import __version__
@@ -135,7 +136,10 @@ class Baseline(_Frozen):
                    capsim_version=first.capsim_version, scenario=first.scenario,
                    scenario_file=scenario_file or first.scenario_file,
                    content_hash=content_hash, seed=first.seed if seed is None else seed,
-                   overrides=tuple(overrides), tier_selection=tuple(tier_selection),
+                   # A key given by --set is recorded as its pseudonym (the replay by
+                   # `capsim check` names the same keys: sim.config.key_paths).
+                   overrides=tuple(masked_override(o) for o in overrides),
+                   tier_selection=tuple(tier_selection),
                    replications=len(summaries),
                    recommended=RecommendedTier(tier=pick, per_replication=picks),
                    tiers=tuple(tiers))
@@ -168,10 +172,13 @@ def scenario_hash(scenario: str | Path | None, overrides: Sequence[str] = (),
                   tiers: Sequence[str] = ()) -> str:
     """The content hash of a scenario as the user wrote it: its TOML table after the
     ``--set`` overrides, without the ``[check]`` table, and the tier selection. (Not the
-    validated model, whose new defaults would change every hash with each capsim.)"""
+    validated model, whose new defaults would change every hash with each capsim.)
+    A key given by ``--set`` enters the hash as its pseudonym (a keyed hash of it), so the
+    hash of a baseline's recorded overrides is the hash of the ones given, and the file
+    never holds the key."""
     from ..config.loader import read
 
-    raw, _ = read(scenario, list(overrides))
+    raw, _ = read(scenario, [masked_override(o) for o in overrides])
     raw.pop("check", None)
     return "sha256:" + _digest({"scenario": raw, "tiers": list(tiers)})
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.vocabulary import HANDSHAKE_OUTCOMES
-from ..results.summary import RunSummary, TierSummary
+from ..results.summary import RunSummary, TierSummary, p99_comparable
 
 
 def _fmt(x, nd=1) -> str:
@@ -18,6 +18,28 @@ def _fmt(x, nd=1) -> str:
     if isinstance(x, float):
         return f"{x:,.{nd}f}"
     return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _pct(x) -> str:
+    """A fraction as a percentage, or "–" when there is none."""
+    return "–" if x is None else f"{x:.1%}"
+
+
+def _lasts(hours: float | None) -> str:
+    """How long a daily allowance lasts at the run's rate ("–": the run saw whole days,
+    no allowance, or nothing charged)."""
+    if hours is None:
+        return "–"
+    return f"{hours:,.1f} h" + (" (< 1 day)" if hours < 24 else "")
+
+
+def _p99(t: TierSummary) -> str:
+    """The p99 cell: marked † when it covers under half of the tier's requests."""
+    p99 = _fmt(t.latency_ms.p99)
+    if t.latency_ms.p99 is not None and not p99_comparable(t.requests,
+                                                           t.request_outcomes.get("ok", 0)):
+        return p99 + " †"
+    return p99
 
 
 def _val(x) -> str:
@@ -41,7 +63,7 @@ def tier_table(tiers: Sequence[TierSummary]) -> list[str]:
             f"| {t.tier} | {_fmt(cu, 0)} | {_fmt(usd, 0)} | "
             f"{_fmt(t.requests)} | {_fmt(t.attempts)} | {t.throttle_rate:.2%} | "
             f"{_fmt(t.phantom_throttles)} | {t.failure_rate:.2%} | {_fmt(lat.p50)} | "
-            f"{_fmt(lat.p99)} | {_fmt(t.cu.peak_window_reserved, 0)} | "
+            f"{_p99(t)} | {_fmt(t.cu.peak_window_reserved, 0)} | "
             f"{_fmt(t.cu.peak_window_settled, 0)} | "
             f"{'meets' if t.meets_slo else 'fails'} |")
     return rows
@@ -54,22 +76,26 @@ COST_NOTE = (
     "streams; each is charged when published (reserved = settled), so it counts in the "
     "windows but has no row in `requests.parquet`. *Charged* = settled + publish: every CU "
     "billed in the run. The daily allowance counts the same CU per UTC day, so for a run "
-    "within one UTC day *used (max day)* equals *charged*.")
+    "within one UTC day *used (max day)* equals *charged*. *Lasts at this rate* (runs "
+    "shorter than a day): the daily allowance over the charged CU per simulated hour -- "
+    "how long the allowance would last were the run's rate kept up; unless the scenario's "
+    "`[slo]` sets `allowance_must_last_day = false`, a tier whose allowance lasts under "
+    "24 h fails the SLO.")
 
 
 def cost_table(tiers: Sequence[TierSummary]) -> list[str]:
     """CU per tier, with the column that each kind of CU goes in named in the header."""
     rows = ["| tier | CU reserved (requests + handshakes) | CU settled (requests + handshakes) "
             "| CU publish (stream events) | CU charged (settled + publish) | daily allowance "
-            "| used (max day) | ran out at |",
-            "|---|---:|---:|---:|---:|---:|---:|---|"]
+            "| used (max day) | ran out at | lasts at this rate |",
+            "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     for t in tiers:
         d, cu = t.daily_allowance, t.cu
         publish = t.websockets.cu_publish if t.websockets else 0.0
         rows.append(f"| {t.tier} | {_fmt(cu.reserved, 0)} | {_fmt(cu.settled, 0)} | "
                     f"{_fmt(publish, 0)} | {_fmt(cu.settled + publish, 0)} | "
                     f"{_fmt(d.allowance_cu, 0)} | {_fmt(d.used_cu, 0)} | "
-                    f"{_val(d.ran_out_at)} |")
+                    f"{_val(d.ran_out_at)} | {_lasts(d.lasts_h)} |")
     return rows
 
 
@@ -155,10 +181,27 @@ def websockets_table(tiers: Sequence[TierSummary]) -> list[str]:
         rows.append(
             f"| {t.tier} | {_val(t.ws_cap)} | "
             + " | ".join(_fmt(w.handshakes[k]) for k in HANDSHAKE_OUTCOMES) + " | "
-            f"{w.connected_fraction:.1%} | {_fmt(w.events_delivered)} | "
+            f"{_pct(w.connected_fraction)} | {_fmt(w.events_delivered)} | "
             f"{_fmt(w.events_lost)} | {_fmt(w.cu_connect, 0)} | "
             f"{_fmt(w.cu_publish, 0)} | {_fmt(w.cu_requests, 0)} |")
     return rows
+
+
+def margin_lines(summary: RunSummary) -> list[str]:
+    """The recommended tier's margin: its busiest 12-second window against its budget,
+    and its headroom when the run was asked for it (``--headroom``)."""
+    rec = summary.recommended
+    if rec.tier is None:
+        return [f"- {rec.headroom}", ""] if rec.headroom else []
+    t = summary.tier(rec.tier)
+    peak, budget = t.cu.peak_window_used, t.cu.limit
+    lines = [f"- margin: the busiest 12-second window used {_fmt(peak, 0)} CU of its "
+             f"{_fmt(budget, 0)} CU budget ({peak / budget:.0%}; "
+             f"{_fmt(budget - peak, 0)} CU to spare)" if budget else
+             f"- margin: the busiest 12-second window used {_fmt(peak, 0)} CU"]
+    if rec.headroom:
+        lines.append(f"- headroom: {rec.headroom}")
+    return [*lines, ""]
 
 
 def how_sure(summary: RunSummary) -> list[str]:
@@ -209,7 +252,9 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         f"seed {summary.seed}",
         _limiter_line(summary.limiter),
         f"- SLO: throttle rate ≤ {slo.max_throttle_rate:.2%}, failure rate ≤ "
-        f"{slo.max_failure_rate:.2%}, p99 latency ≤ {slo.p99_latency_ms:,.0f} ms",
+        f"{slo.max_failure_rate:.2%}, p99 latency ≤ {slo.p99_latency_ms:,.0f} ms"
+        + (", daily allowance lasts ≥ 24 h at this rate" if slo.allowance_must_last_day
+           else ""),
         f"- capsim {summary.capsim_version}",
         f"- API keys shown as pseudonyms (HMAC-SHA256; secret: "
         f"{summary.pseudonym_secret or 'unknown'})",
@@ -218,6 +263,7 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "",
         f"**{rec.tier or 'No tier'}** — {rec.reason}.",
         "",
+        *margin_lines(summary),
         *how_sure(summary),
         "## Tiers",
         "",
@@ -226,7 +272,10 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "Throttle rate: attempts refused by the 12-second CU window (434, -32005, "
         "ws_cu_rejected) over all attempts. Phantom: throttles that would have fitted had "
         "in-flight reservations already settled. Latency: successful requests, first send "
-        "to final reply, retries included.",
+        "to final reply, retries included."
+        + (" †: a p99 over fewer than half of the tier's requests (most failed): the "
+           "latency of the few that succeeded, not comparable with other tiers' p99."
+           if any(_p99(t).endswith("†") for t in tiers) else ""),
         "",
         *accounts_table(tiers),
         "## Outcomes by tier (attempts)",

@@ -33,7 +33,13 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..core.vocabulary import OUTCOMES, WINDOW_S, WS_435, WS_CU  # noqa: E402
-from ..results.summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary  # noqa: E402
+from ..results.summary import (  # noqa: E402
+    SLO_CRITERIA,
+    RunSummary,
+    SloSummary,
+    TierSummary,
+    p99_comparable,
+)
 
 _PNG_META = {"Software": None}
 
@@ -262,7 +268,9 @@ def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
 
     ``axes`` are three axes sharing x. Tiers go left to right by monthly price (shown
     under each name); a bar is green within its SLO and red over it, so the recommended
-    tier (highlighted) is the leftmost one with three green bars.
+    tier (highlighted) is the leftmost one with three green bars. A p99 over under half
+    of a tier's requests (most failed) is grey, marked "not comparable": the latency of
+    the few that succeeded says nothing of the tier.
     """
     tiers = _order(tiers)
     x = np.arange(len(tiers))
@@ -271,15 +279,22 @@ def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
         in_ms = criterion.limit_field.endswith("_ms")  # latency: a log axis in ms
         values = [criterion.read(t) for t in tiers]
         ok = [v is not None and v <= limit for v in values]
+        # latency: None where the p99 covers under half of the requests (not comparable)
+        fair = [not in_ms or p99_comparable(t.requests, t.request_outcomes.get("ok", 0))
+                for t in tiers]
         heights = [0.0 if v is None else v for v in values]
-        ax.bar(x, heights, 0.6, color=["tab:green" if g else "tab:red" for g in ok])
+        ax.bar(x, heights, 0.6, color=["tab:gray" if not f else "tab:green" if g else "tab:red"
+                                       for g, f in zip(ok, fair, strict=True)])
         ax.axhline(limit, color="black", ls="--", lw=1.0)
-        for xi, v, g in zip(x, values, ok, strict=True):
+        for xi, v, g, f, t in zip(x, values, ok, fair, tiers, strict=True):
             text = ("no successful\nrequest" if v is None else
+                    f"{v:,.0f}\nnot comparable:\n{1 - t.failure_rate:.0%} of requests"
+                    if not f else
                     f"{v:,.0f}" if in_ms else f"{v:.2%}" if v else "0")
             ax.annotate(text, (xi, 0), xytext=(0, 2), textcoords="offset points",
                         xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6,
-                        color="darkgreen" if g else "darkred", fontweight="bold")
+                        color="dimgray" if not f else "darkgreen" if g else "darkred",
+                        fontweight="bold")
         if in_ms:
             ax.set_yscale("log")
             ax.set_ylim(min([v for v in values if v] + [limit]) / 3,
@@ -304,6 +319,7 @@ def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
         if t.tier == recommended:
             label.set_fontweight("bold")
     axes[-1].set_xlabel("tiers by monthly price; green: within the SLO, red: over it, "
+                        "grey: a p99 over under half of the requests (not comparable), "
                         "dashed: the SLO limit", fontsize=8)
 
 

@@ -61,6 +61,11 @@ class DailyAllowance(_Frozen):
     allowance_cu: float | None
     used_cu: float
     ran_out_at: str | None
+    lasts_h: float | None = None
+    """Runs shorter than a day: hours the allowance lasts at the run's rate of charged CU
+    (allowance / charged CU per hour; with several accounts, the account whose allowance
+    lasts least). None for runs of a day or more (``ran_out_at`` says), without an
+    allowance, or when nothing was charged."""
 
 
 class StreamWaitMs(_Frozen):
@@ -89,7 +94,7 @@ class WebsocketsSummary(_Frozen):
     handshakes: dict[str, int]
     wanted_s: float
     connected_s: float
-    connected_fraction: float
+    connected_fraction: float | None  # None when no connection was wanted (0 clients)
     events_published: dict[str, int]
     events_delivered: int
     events_lost: int
@@ -186,12 +191,20 @@ class TierSummary(_Frozen):
         return data
 
 
+def p99_comparable(requests: int, ok: int) -> bool:
+    """Whether a tier's p99 latency (over its successful requests) stands for its requests:
+    it does when at least half of them succeeded. A p99 over a few survivors of a tier
+    that fails most requests is not comparable with another tier's."""
+    return requests > 0 and 2 * ok >= requests
+
+
 class SloSummary(_Frozen):
     """The SLO the tiers were checked against."""
 
     max_throttle_rate: float
     max_failure_rate: float
     p99_latency_ms: float
+    allowance_must_last_day: bool = True
 
 
 @dataclass(frozen=True)
@@ -244,13 +257,18 @@ class Recommendation(_Frozen):
     at_low_prices: str | None = None
     at_high_prices: str | None = None
     sensitivity: tuple[PriceSensitivity, ...] | None = None
+    headroom: str | None = None
+    """``capsim run --headroom``: how far the load may grow before the recommended tier
+    stops meeting the SLO, in words; absent from the JSON otherwise."""
 
     @model_serializer(mode="wrap")
-    def _omit_absent_robustness(self, handler):
+    def _omit_absent_robustness_and_headroom(self, handler):
         data = handler(self)
         if self.robust is None:
             for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity"):
                 data.pop(key, None)
+        if self.headroom is None:
+            data.pop("headroom", None)
         return data
 
 

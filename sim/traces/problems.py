@@ -82,11 +82,6 @@ class Problems:
         if n:
             self.ignored[what] += n
 
-    def ignore_host(self, what: str, host: str) -> None:
-        """Count one entry ignored because its host is neither recognised nor mapped."""
-        self.ignore(what)
-        self.unmapped_hosts[host or "(no host)"] += 1
-
     def settle(self) -> None:
         """In error mode, raise for the earliest invalid row recorded so far."""
         if not self._pending:

@@ -53,7 +53,6 @@ KEY_HEADER = "x-api-key"
 _PSEUDO = r"key-[0-9a-f]{16}(?![0-9a-fA-F])"
 _CLASSES = (("hex", "0-9a-fA-F"), ("alnum", "A-Za-z0-9"), ("urlsafe", "A-Za-z0-9_\\-"))
 _KEY_CHARS_RE = re.compile(r"[\x21-\x7e]+")
-_BODY_HASH_RE = re.compile(r"[0-9a-f]{16}")
 
 
 def key_problem(raw: str) -> str | None:

@@ -9,10 +9,11 @@ the kept rows only. Transforms, in this order:
 2. **recorded retries** (``drop_recorded_retries``): a row is a recorded retry when an
    earlier row (by time, then file order) with the same key, method and ``body_hash``
    (or, when the row has no ``body_hash``, the same key, method, items and profiles)
-   got a throttle status (434, -32005, 430, 435) at most ``retry_window_s`` seconds
+   was refused by a limit (:data:`~sim.core.vocabulary.LIMIT_STATUSES`: 434, -32005,
+   430, 435) at most ``retry_window_s`` seconds
    before it. Such rows are dropped, so that the simulator's own retry policy produces
-   the retries; a dropped retry that was itself throttled still marks later ones.
-   Throttled rows up to ``retry_window_s`` before the range start count as earlier rows.
+   the retries; a dropped retry that was itself refused by a limit still marks later
+   ones. Such refused rows up to ``retry_window_s`` before the range start count as earlier rows.
 3. **origin**: ``t0_ns`` is the epoch ns of the first request left; times become
    seconds since it, divided by ``speed`` (``speed=2`` halves every inter-arrival time).
 4. **load multiplier** ``k``: ``floor(k)`` superposed copies of the trace plus one copy
@@ -42,7 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import CapsimError
-from .schema import APIS, THROTTLE_STATUSES, open_trace
+from ..core.vocabulary import LIMIT_STATUSES
+from .schema import APIS, open_trace
 
 SHIFT_RANGE_S = 12.0
 _HEX_VALUES = np.zeros(256, dtype=np.uint8)
@@ -147,14 +149,14 @@ def _check(speed, load_multiplier, phase_shift_s, time_range_s, retry_window_s) 
             bad("time_range_s", "(start, end) seconds with 0 <= start < end")
 
 
-def _retry_mask(t, key, method, sig, has_hash, throttled, window_ns) -> np.ndarray:
+def _retry_mask(t, key, method, sig, has_hash, refused, window_ns) -> np.ndarray:
     """Rows that are recorded retries (rule in the module doc); ``t`` sorted ascending."""
     n = len(t)
-    if n == 0 or not throttled.any():
+    if n == 0 or not refused.any():
         return np.zeros(n, dtype=bool)
     order = np.lexsort((np.arange(n), t, sig, has_hash, method, key))
     k, m, s, h = key[order], method[order], sig[order], has_hash[order]
-    ts, th = t[order], throttled[order]
+    ts, th = t[order], refused[order]
     last = np.maximum.accumulate(np.where(th, np.arange(n), -1))
     prev = np.empty(n, dtype=np.int64)
     prev[0] = -1
@@ -237,9 +239,9 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F),
         np.uint64(0x165667B19E3779F9))
 
 
-def _retry_candidates(key, method, sig, throttled) -> np.ndarray:
-    """Indices of rows sharing a signature with some throttled row: a superset of the
-    recorded retries (small when throttles are rare), checked exactly afterwards.
+def _retry_candidates(key, method, sig, refused) -> np.ndarray:
+    """Indices of rows sharing a signature with some row refused by a limit: a superset
+    of the recorded retries (small when refusals are rare), checked exactly afterwards.
 
     A 2**24-entry table of hashed signatures filters first, so the exact sorted look-up
     runs on the few rows that pass it. Temporaries are reused to keep the peak low.
@@ -254,10 +256,10 @@ def _retry_candidates(key, method, sig, throttled) -> np.ndarray:
     np.right_shift(mix, np.uint64(40), out=tmp)
     low = tmp.view(np.int64)
     table = np.zeros(1 << 24, dtype=bool)
-    table[low[throttled]] = True
+    table[low[refused]] = True
     idx = np.flatnonzero(table[low])
     del tmp, low, table
-    marks = np.unique(mix[throttled])
+    marks = np.unique(mix[refused])
     sub = mix[idx]
     del mix
     pos = np.minimum(np.searchsorted(marks, sub), len(marks) - 1)
@@ -277,7 +279,7 @@ def _load(pf, speed, k, shift, time_range_s, drop_retries, retry_window_s, rng, 
         cols += ["status", "body_hash"]
     cats = {name: _Categories() for name in ("method", "key", "region", "profiles")}
     api_lut = {name: i for i, name in enumerate(APIS)}
-    throttle_codes = pa.array(THROTTLE_STATUSES, pa.int32())
+    limit_codes = pa.array(LIMIT_STATUSES, pa.int32())
     buf = _Growing(pf.metadata.num_rows if read_lo is None else None)
     for batch in pf.iter_batches(batch_size=chunk_rows, columns=cols):
         t = _np(batch.column("time_ns"), np.int64)
@@ -298,8 +300,8 @@ def _load(pf, speed, k, shift, time_range_s, drop_retries, retry_window_s, rng, 
         for name, cat in cats.items():
             got[name] = cat.encode(batch.column(name))
         if drop_retries:
-            got["throttled"] = _np(pc.fill_null(pc.is_in(batch.column("status"),
-                                                         throttle_codes), False), bool)
+            got["refused"] = _np(pc.fill_null(pc.is_in(batch.column("status"),
+                                                         limit_codes), False), bool)
             got["hash"], got["has_hash"] = _hash64(batch.column("body_hash"))
         buf.append(got)
     if buf.n == 0:
@@ -313,7 +315,7 @@ def _load(pf, speed, k, shift, time_range_s, drop_retries, retry_window_s, rng, 
 
     dropped = 0
     keep = data["t"] >= lo if lo is not None else None
-    if drop_retries and data["throttled"].any():
+    if drop_retries and data["refused"].any():
         # without a body hash, a request is identified by its items and profiles; the
         # signature overwrites the hash column in place (it is not needed afterwards)
         sig = data["hash"]
@@ -321,10 +323,10 @@ def _load(pf, speed, k, shift, time_range_s, drop_retries, retry_window_s, rng, 
         sig[no_hash] = ((data["profiles"][no_hash].astype(np.int64) + 1).astype(np.uint64)
                         << np.uint64(32) | data["items"][no_hash].astype(np.uint64))
         del no_hash
-        idx = _retry_candidates(data["key"], data["method"], sig, data["throttled"])
+        idx = _retry_candidates(data["key"], data["method"], sig, data["refused"])
         retry = np.zeros(len(sig), dtype=bool)
         retry[idx] = _retry_mask(data["t"][idx], data["key"][idx], data["method"][idx],
-                                 sig[idx], data["has_hash"][idx], data["throttled"][idx],
+                                 sig[idx], data["has_hash"][idx], data["refused"][idx],
                                  window_ns)
         del sig, idx
         if keep is not None:
@@ -580,7 +582,7 @@ class ReplayStream:
         for name, cat in self.cats.items():
             got[name] = cat.encode(batch.column(name))
         if self.drop_retries:
-            throttle_codes = pa.array(THROTTLE_STATUSES, pa.int32())
+            throttle_codes = pa.array(LIMIT_STATUSES, pa.int32())
             got["throttled"] = _np(pc.fill_null(pc.is_in(batch.column("status"),
                                                          throttle_codes), False), bool)
             got["hash"], got["has_hash"] = _hash64(batch.column("body_hash"))

@@ -82,7 +82,6 @@ META_VERSION = "capsim.trace_version"
 META_SOURCE = "capsim.source_file"
 
 WEBSOCKET_METHODS = (*STREAMS_API_STREAMS, MONITORING_PATH)
-THROTTLE_STATUSES = (434, -32005, 430, 435)
 NO_KEY = "(none)"
 TEXT_COLUMNS = ("method", "region", "profiles")
 """Free-text columns a key could hide in: redacted on import, scanned after writing."""
@@ -106,7 +105,6 @@ SCHEMA = pa.schema([
 ])
 COLUMNS = tuple(SCHEMA.names)
 OPTIONAL_COLUMNS = ("notification", "retry_after_s")
-REQUIRED = ("time_ns", "api", "method", "key")
 
 
 class TraceWriter:

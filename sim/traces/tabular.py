@@ -53,7 +53,6 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "body_hash": ("body_hash",),
 }
 ROLE_OF = {alias: role for role, names in ALIASES.items() for alias in names}
-ROLES = tuple(ALIASES)
 
 _INT_RE = r"^(?P<n>[+-]?(?:[0-9]{1,18}|[0-8][0-9]{18}))(?:\.0*)?$"  # never overflows int64
 _FLOAT_RE = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?$"

@@ -101,19 +101,6 @@ def parse_time_text(text: str) -> int | None:
     return ns if MIN_NS <= ns < MAX_NS else None
 
 
-def seconds_to_ns(value: float | int) -> int | None:
-    """Epoch seconds given as a number -> ns (floats rounded to the microsecond)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        ns = value * NS
-    else:
-        if value != value or value in (float("inf"), float("-inf")):
-            return None
-        ns = round(value * 1_000_000) * 1000
-    return ns if MIN_NS <= ns < MAX_NS else None
-
-
 def _ints(struct: pa.StructArray, name: str, ok: np.ndarray) -> np.ndarray:
     """A regex group as int64 (0 where the group is empty or the row did not match)."""
     field = pc.struct_field(struct, name)

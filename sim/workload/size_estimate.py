@@ -17,12 +17,20 @@ worker; :class:`~sim.traces.replay.ReplayStream`).
   overlap (one group for a trace in time order; the Parquet statistics), times the
   copies of ``load_multiplier``, not its whole length;
 * ``[[streams]]``: handshakes (one per connection, plus one per session, drop and
-  scheduled blip) and the deliveries of the published events to each connection.
+  scheduled blip) and the deliveries of the published events to each connection;
+* requests queued for an HTTP/2 stream (:func:`_queued`): a client's pool to one
+  regional hostname holds K = ``max_streams_per_conn`` x ``max_connections`` (at most
+  128 connections) requests in flight, each for at least a round trip and the mean
+  service time h, so at most mu = K / h leave its queue per second. With open-loop
+  arrivals at lambda per second on that pool the queue holds at most
+  ``max(0, lambda - mu) * duration`` requests (the fluid bound: it grows at that rate
+  and never drains), plus one block of a ``block`` source whose bursts exceed K.
+  Every queued request stays in memory until it is sent.
 
 Memory is ``BASE_BYTES + attempts * BYTES_PER_ATTEMPT + held trace rows *
-BYTES_PER_TRACE_ROW`` (times the copies, one per worker process, for the held trace rows
-and the base of each worker), with figures measured by ``benchmarks/bench_memory.py``.
-:func:`check` refuses (a
+BYTES_PER_TRACE_ROW + queued * BYTES_PER_QUEUED`` (times the copies, one per worker
+process, for the held trace rows and the base of each worker), with figures measured by
+``benchmarks/bench_memory.py``. :func:`check` refuses (a
 :class:`~sim.core.errors.CapsimError`, exit code 2) a run whose estimate, one attempt per
 request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 ``--max-requests`` / ``max_requests`` limit; retries can multiply the attempts by up to
@@ -34,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config.arrivals import BlockSync
@@ -62,6 +70,11 @@ BASE_BYTES = 350 * 2**20
 WORKER_BYTES = 200 * 2**20
 """Each worker process of ``--jobs N`` (``benchmarks/bench_day.py``: 163 MiB for the
 largest worker of a 10-minute run of the default scenario's 9 tiers)."""
+BYTES_PER_QUEUED = 400
+"""Peak bytes one request waiting for an HTTP/2 stream costs (its request record and its
+place in the pool's queue). ``python3 benchmarks/bench_memory_queue.py --rate 2000
+--durations 100,200`` measured 312 / 387, 236 / 413 and 411 / 404 bytes in three runs
+(extra peak RSS over the same demand unqueued, per request of the closed-form queue)."""
 SAFETY_FRACTION = 0.8
 """Share of the available memory a run may plan to use."""
 _MAX_EXACT_SLOTS = 1_000_000
@@ -77,6 +90,7 @@ class SourceSize:
     max_attempts: int  # attempts one request can take with retries
     deliveries: float = 0.0  # websocket events delivered to the source's connections
     held: float = 0.0  # trace rows in memory at once (row groups read together x copies)
+    queued: float = 0.0  # requests waiting for an HTTP/2 stream at once, at most
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,11 @@ class SizeEstimate:
         return sum(s.deliveries for s in self.sources)
 
     @property
+    def queued(self) -> float:
+        """Requests waiting for an HTTP/2 stream at once, at most (closed-form bound)."""
+        return sum(s.queued for s in self.sources)
+
+    @property
     def simulated(self) -> float:
         """Everything simulated per tier: requests, handshakes and deliveries."""
         return self.requests + self.deliveries
@@ -108,7 +127,7 @@ class SizeEstimate:
         attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
         workers = min(self.jobs, self.tiers) if self.jobs > 1 else 0
         return (BASE_BYTES + workers * WORKER_BYTES + rows * BYTES_PER_TRACE_ROW * (1 + workers)
-                + attempts * BYTES_PER_ATTEMPT)
+                + attempts * BYTES_PER_ATTEMPT + self.queued * BYTES_PER_QUEUED)
 
     def describe(self) -> str:
         """``about 3.6e08 requests per tier (arrival 'a': 3.6e08) on 9 tier(s)``."""
@@ -118,6 +137,8 @@ class SizeEstimate:
         text = f"about {_num(self.requests)} requests per tier ({parts}{more})"
         if self.deliveries:
             text += f" and {_num(self.deliveries)} websocket deliveries"
+        if self.queued:
+            text += f", up to {_num(self.queued)} waiting for an HTTP/2 stream at once"
         text += f" on {self.tiers} tier(s)"
         for s in self.sources:
             if s.kind == "trace":
@@ -140,8 +161,46 @@ def estimate(loaded: LoadedScenario, jobs: int = 1) -> SizeEstimate:
         else:
             rows, held = _trace_rows(loaded, src, i)
             sizes.append(SourceSize(src.name, "trace", rows, attempts, held=held))
+    queued = _queued(sc, sizes)
+    sizes = [replace(s, queued=queued.get(i, 0.0)) for i, s in enumerate(sizes)]
     sizes += _streams(sc)
     return SizeEstimate(tuple(sizes), len(loaded.tiers), jobs)
+
+
+_MAX_ACCOUNT_CONNECTIONS = 128  # spec 8.4: active connections per account, all regions
+
+
+def _queued(sc: Scenario, sizes: list[SourceSize]) -> dict[int, float]:
+    """The most requests of each open-loop source waiting for a stream at once: the fluid
+    bound of each pool (client, region, API) shared out by the source's share of it."""
+    T = sc.duration_s
+    pools: dict[tuple, list[tuple[int, float, float, float]]] = {}
+    for i, (src, size) in enumerate(zip(sc.sources, sizes, strict=False)):
+        if src.arrival is None or size.kind != "arrival" or not src.mix:
+            continue
+        total = sum(src.mix.values())
+        rtt = next(r.rtt_ms for r in sc.regions if r.name == sc.region_of(src)) / 1000.0
+        block = src.arrival.per_block if isinstance(src.arrival, BlockSync) else 0.0
+        for m, w in src.mix.items():
+            method = sc.methods[m]
+            share = w / total
+            pools.setdefault((src.client, sc.region_of(src), method.api), []).append(
+                (i, size.requests * share, rtt + method.service_time.mean, block * share))
+    out: dict[int, float] = {}
+    for (client, _, _), members in pools.items():
+        http = sc.clients[client].http
+        slots = http.max_streams_per_conn * min(http.max_connections, _MAX_ACCOUNT_CONNECTIONS)
+        requests = sum(n for _, n, _, _ in members)
+        if requests <= 0:
+            continue
+        hold = sum(n * h for _, n, h, _ in members) / requests
+        capacity = slots / hold if hold > 0 else math.inf
+        excess = max(0.0, requests / T - capacity) * T
+        burst = sum(b for _, _, _, b in members)
+        queue = excess + (burst if burst > slots else 0.0)
+        for i, n, _, _ in members:
+            out[i] = out.get(i, 0.0) + min(n, queue * n / requests)
+    return out
 
 
 def _num(x: float) -> str:

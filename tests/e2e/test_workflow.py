@@ -94,3 +94,30 @@ def test_it_checks_every_scenario_and_publishes_the_reports(workflow):
     assert all("always()" in s["if"] for s in steps
                if s.get("uses", "").split("@")[0] in ACTION_INPUTS
                and not s["uses"].startswith(("actions/checkout", "actions/setup-python")))
+
+
+def test_the_check_step_passes_on_the_repository(workflow, tmp_path):
+    """Item 11 (issue 21): the workflow's own check step -- its shell, as written -- run on
+    a copy of the repository's workloads/ and reports/baselines/ exits 0: every scenario
+    in workloads/ has a baseline (live-agreement.toml had none, so the shipped workflow
+    always failed), and each one wrote its JUnit report and PR comment."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = WORKFLOW.parents[2]
+    step = next(s for s in workflow["jobs"]["check"]["steps"] if s.get("id") == "check")
+    shutil.copytree(root / "workloads", tmp_path / "workloads")
+    shutil.copytree(root / "reports" / "baselines", tmp_path / "reports" / "baselines")
+    summary = tmp_path / "step-summary.md"
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # GitHub runs `shell: bash` steps as `bash --noprofile --norc -eo pipefail {0}`.
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                          cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    names = sorted(p.stem for p in (root / "workloads").glob("*.toml"))
+    assert sorted(p.stem for p in (tmp_path / "reports" / "check").glob("*.xml")) == names
+    assert "no regression" in summary.read_text(encoding="utf-8")

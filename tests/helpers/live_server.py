@@ -46,6 +46,8 @@ class Server:
     ca: str
     loop: asyncio.AbstractEventLoop
     stop: asyncio.Event
+    app: object = None
+    lines: list | None = None
 
     def url(self, path: str = "/") -> str:
         return f"https://127.0.0.1:{self.port}{path}"
@@ -62,7 +64,8 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float = 1.0):
+def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float = 1.0,
+                   access_log: str | None = None, cert_dir: Path | None = None):
     """Serve ``BASE + extra_toml`` on ``tier`` in a thread; yields a :class:`Server`."""
     from sim.live.server import ServeOptions, serve
 
@@ -71,6 +74,7 @@ def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float
     loaded = load(path)
     tier_obj = find_tier(tier, loaded.tiers)
     lines: list[str] = []
+    certs = cert_dir or tmp_path / "certs"
     ready = threading.Event()
     box: dict = {}
 
@@ -81,12 +85,15 @@ def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float
 
             def announce(line: str) -> None:
                 lines.append(line)
-                if line.startswith("CA certificate"):
-                    ready.set()
+
+            def up(app) -> None:
+                box["app"] = app
+                ready.set()
             try:
-                await serve(loaded, tier_obj, ServeOptions(port=0, time_scale=time_scale,
-                                                           cert_dir=str(tmp_path / "certs")),
-                            announce, box["stop"])
+                await serve(loaded, tier_obj,
+                            ServeOptions(port=0, time_scale=time_scale, cert_dir=str(certs),
+                                         access_log=access_log, warn=lines.append),
+                            announce, box["stop"], ready=up)
             finally:
                 ready.set()
         asyncio.run(main())
@@ -96,7 +103,8 @@ def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float
     assert ready.wait(30), "server did not start"
     port = int(next(ln for ln in lines if ln.startswith("listening")).rsplit(":", 1)[1]
                .split()[0])
-    server = Server(port, str(tmp_path / "certs" / "ca.pem"), box["loop"], box["stop"])
+    server = Server(port, str(certs / "ca.pem"), box["loop"], box["stop"], box.get("app"),
+                    lines)
     try:
         yield server
     finally:

@@ -29,14 +29,15 @@ from simpy.events import NORMAL, Event
 
 from ...config.pricing import Pricing
 from ...config.tiers import Tier
-from ...config.websockets import ExpiryRange, StreamClient, StreamSource, WebsocketSettings
+from ...config.websockets import StreamClient, StreamSource, WebsocketSettings
 from ...core.draws import BlockDraws
 from ...core.rng import stream
-from ...core.vocabulary import AUTH_401, CLOSE_KINDS, OK, PAY_402, WS_435, WS_CU, Rng
-from ...policy.limiter import NO_ALLOWANCE
+from ...core.vocabulary import CLOSE_KINDS, OK, WS_435, Rng
+from ...policy.admission import ORDER
 from ...policy.limiter import OK as LIM_OK
 from ...policy.limiters import Limiter
-from ...policy.slots import SlotPool, summed_series
+from ...policy.retry import backoff_s
+from ...policy.slots import SlotPool, stale_expiry_s, summed_series
 from ...workload.arrivals import arrival_times
 from .publish import PublishTimes
 from .records import HandshakeSink, WebsocketsResult, WsRecords
@@ -308,28 +309,23 @@ class Websockets:
     # -- the service side and the bookkeeping ---------------------------------------
 
     def _handshake(self, conn: _Conn, now: float) -> tuple[int, float]:
-        """Key, API selection, slot cap, connect CU; record and return (outcome, Retry-After)."""
+        """Key, API selection, slot cap, connect CU (:data:`ORDER`); record and return
+        (outcome, Retry-After)."""
         ci, retry_after = conn.client, _NAN
-        if not self._key_ok[ci]:
-            outcome = AUTH_401
-        elif not self._allowed[ci]:
-            outcome = PAY_402
-        else:
+        outcome = ORDER.handshake_before_slots(key_ok=self._key_ok[ci],
+                                               api_in_tier=self._allowed[ci])
+        if outcome is None:
             pool, lim = self.pools[self._acct[ci]], self._limiters[self._acct[ci]]
             ok, wait = pool.acquire(now)
             if not ok:
                 outcome, retry_after = WS_435, float(wait)
             else:
-                status = lim.spend(now, self._connect_cu)
-                if status == LIM_OK:
-                    outcome = OK
+                outcome = ORDER.handshake_connect(lim.spend(now, self._connect_cu))
+                if outcome == OK:
                     self.records.cu_connect += self._connect_cu
                 else:
                     pool.release_clean(now)
-                    if status == NO_ALLOWANCE:
-                        outcome = PAY_402
-                    else:  # THROTTLED, or OVERSIZED (a connect cost above the budget)
-                        outcome = WS_CU
+                    if outcome in ORDER.WINDOW_RETRY_AFTER:
                         retry_after = float(lim.retry_after(now))
         self.records.handshake(now, ci, conn.idx, outcome, retry_after)
         return outcome, retry_after
@@ -356,16 +352,10 @@ class Websockets:
         clean = frac >= 1.0 or (frac > 0.0 and conn.faults() < frac)
         self._close(conn, now, CLEAN if clean else UNCLEAN)
 
-    def _delay(self, policy, conn: _Conn, n: int, retry_after: float) -> float:
+    @staticmethod
+    def _delay(policy, conn: _Conn, n: int, retry_after: float) -> float:
         """Seconds before reconnect attempt ``n`` (1 = the first after a disconnect)."""
-        kind = policy.policy
-        if kind == "immediate":
-            return 0.0
-        if kind == "fixed":
-            return policy.delay_s
-        if kind == "retry-after" and retry_after == retry_after:  # a header (not NaN)
-            return retry_after + policy.jitter_s * conn.reconnect()
-        return conn.reconnect() * min(policy.cap_s, policy.base_s * 2.0 ** min(n - 1, 60))
+        return backoff_s(policy, n, retry_after, conn.reconnect)
 
     def _want(self, conn: _Conn, now: float) -> None:
         conn.want_since, conn.lost_before = now, 0
@@ -405,10 +395,7 @@ class Websockets:
             pool.release_clean(now)
 
     def _stale_expiry(self, conn: _Conn) -> float:
-        exp = self.settings.stale_expiry_s
-        if isinstance(exp, ExpiryRange):
-            return exp.low + (exp.high - exp.low) * conn.stale()
-        return float(exp)
+        return stale_expiry_s(self.settings.stale_expiry_s, conn.stale)
 
     # -- the result ------------------------------------------------------------------
 

@@ -68,3 +68,25 @@ def test_smallest_tier_for_peak():
     assert smallest_tier_for(4_500, {RPC}).name == "Streams + RPC"
     assert smallest_tier_for(8_000, {RPC, SEARCH}).name == "All 3 APIs"
     assert smallest_tier_for(100_001, {RPC}) is None
+
+
+def test_custom_tiers_are_one_catalogue_for_the_run_the_accounts_and_a_selection():
+    from sim.config.resolved import account_tiers, tier_catalog, validate
+    from sim.config.selection import load_scenario
+    from sim.config.tiers import CATALOG
+
+    raw = {"name": "c", "tiers": ["RPC"],
+           "accounts": [{"name": "a", "keys": ["k"]}, {"name": "b", "keys": ["j"], "tier": "Big"}],
+           "sources": [{"name": "s", "key": "k", "arrival": {"process": "poisson", "rate": 1}}],
+           "custom_tiers": [{"name": "Big", "apis": ["rpc"], "cu_per_window": 123_456,
+                             "ws_cap": 3}]}
+    loaded = validate(raw, "<test>")
+    catalog = tier_catalog(loaded.scenario)
+    assert catalog[:len(CATALOG)] == CATALOG
+    big = catalog[-1]
+    assert (big.name, big.apis, big.cu_per_window, big.ws_cap, big.custom) == (
+        "Big", frozenset({"rpc"}), 123_456, 3, True)
+    assert [t.name for t in loaded.tiers] == ["RPC"]
+    assert account_tiers(loaded, loaded.tiers[0]) == (loaded.tiers[0], big)
+    # a tier selection may pick a custom tier the scenario's ``tiers`` left out
+    assert load_scenario(loaded, tiers=["Big"]).tiers == (big,)

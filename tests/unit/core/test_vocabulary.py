@@ -12,10 +12,14 @@ from sim.core.vocabulary import (
     HANDSHAKE_OUTCOMES,
     HANDSHAKE_STATUS_OUTCOME,
     HTTP_STATUS_OUTCOME,
+    LIMIT_STATUSES,
+    OUTCOME_STATUS,
     OUTCOMES,
     RPC_32005,
+    THROTTLE_STATUSES,
     THROTTLES,
     WS_CU,
+    status_outcome,
 )
 
 
@@ -43,3 +47,38 @@ def test_the_emulator_answers_each_outcome_with_the_status_read_back_as_it():
 def test_clients_retry_every_throttle_by_default():
     assert {OUTCOMES[t] for t in THROTTLES} <= set(RETRYABLE_DEFAULT)
     assert RETRYABLE_DEFAULT == ("434", "-32005", "430", "435", "ws_cu_rejected")  # docs: scenario
+
+
+def test_statuses_as_the_spec_writes_them():
+    # written out from the spec, not read off the tables
+    assert HTTP_STATUS_OUTCOME == {200: "ok", 434: "434", -32005: "-32005", 402: "402",
+                                   401: "401", 413: "oversized", 421: "421", 430: "430",
+                                   435: "435"}
+    assert HANDSHAKE_STATUS_OUTCOME == {101: "ok", 435: "435", 434: "ws_cu_rejected",
+                                        401: "401", 402: "402"}
+    assert set(THROTTLE_STATUSES) == {434, -32005}
+    assert set(LIMIT_STATUSES) == {434, -32005, 430, 435}
+    assert set(OUTCOME_STATUS) == set(range(len(OUTCOMES)))
+
+
+def test_a_recorded_status_reads_as_an_http_outcome_first_then_a_handshake_one():
+    assert [status_outcome(s) for s in (200, 101, 434, -32005, 435, 404)] == [
+        "ok", "ok", "434", "-32005", "435", None]
+
+
+def test_calibration_classes_from_the_one_table():
+    from sim.calibration.recorded import outcome_class
+
+    got = {s: outcome_class(s) for s in (200, 101, 434, -32005, 402, 435, 401, 421, 430, 413,
+                                         404, 500)}
+    assert got == {200: "ok", 101: "ok", 434: "throttled", -32005: "throttled", 402: "402",
+                   435: "435", 401: "other", 421: "other", 430: "other", 413: "other",
+                   404: "other", 500: "other"}
+    assert outcome_class(None) is None and outcome_class(float("nan")) is None
+
+
+def test_the_emulator_table_is_the_vocabulary_s_but_for_json_rpc_in_a_200():
+    from sim.live.app import HTTP_STATUS
+
+    want = {o: 200 if o == RPC_32005 else s for o, s in OUTCOME_STATUS.items()}
+    assert want == HTTP_STATUS

@@ -26,7 +26,7 @@ C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
 
 
 def scenario(tmp_path, *, rate, limit, allowance=1e12, duration=120, slo_failure=1.0,
-             slo_throttle=0.0, service_s=0.0):
+             slo_throttle=0.0, service_s=0.0, last_day=False):
     return write_scenario(tmp_path, filename="headroom.toml", name="headroom",
                           duration=duration, tiers=["Mine"], tables=f"""
 [[custom_tiers]]
@@ -45,6 +45,7 @@ service_time = {{ dist = "constant", value = {service_s} }}
 max_throttle_rate = {slo_throttle}
 max_failure_rate = {slo_failure}
 p99_latency_ms = 1e9
+allowance_must_last_day = {str(last_day).lower()}
 """, sources=f"""[[sources]]
 name = "calls"
 key = "k"
@@ -102,6 +103,22 @@ def test_the_daily_allowance_running_out_breaks_first(tmp_path):
     assert entry.breaks_first == "daily_allowance"
     assert entry.allowance_ran_out_at.startswith("2026-01-05T00:01")  # late in the run
     assert "daily allowance (runs out at" in entry.describe()
+
+
+def test_an_allowance_that_would_not_last_the_day_breaks_first(tmp_path):
+    """Item 13 (issue 21): with ``allowance_must_last_day`` a run shorter than a day fails
+    once the allowance A would last under 24 h at its rate: r x c * 86400 > A, so the
+    headroom is A / (r c 86400) (here 1.5); the allowance never runs out within the run."""
+    allowance = 1.5 * 2 * C * 86400
+    path = scenario(tmp_path, rate="2", limit=1_000_000, allowance=int(allowance),
+                    last_day=True)
+    doc = find_headroom(path, tolerance=0.01)
+    (entry,) = doc.tiers
+    expected = Fraction(int(allowance)) / (2 * C * 86400)
+    assert Fraction(entry.headroom) <= expected * Fraction(101, 100)
+    assert Fraction(entry.next_load) >= expected * Fraction(99, 100)
+    assert entry.breaks_first == "daily_allowance" and entry.allowance_ran_out_at is None
+    assert entry.value < 24 and "daily allowance (lasts" in entry.describe()
 
 
 def test_cli_headroom_json_and_run_headroom(tmp_path):

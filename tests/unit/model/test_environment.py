@@ -78,3 +78,27 @@ def test_run_until_is_simpy_s(env_class):
         env.timeout(t).callbacks.append(lambda e, t=t: seen.append(t))
     env.run(until=2.5)
     assert seen == [1.0, 2.0] and env.now == 2.5
+
+
+def test_start_up_check_of_the_simpy_internals_the_engine_uses(monkeypatch):
+    from sim.core.errors import CapsimError
+    from sim.model import environment
+
+    environment.check_simpy()  # the installed SimPy has them
+
+    class NoHeap(simpy.Environment):
+        def __init__(self):
+            super().__init__()
+            del self._eid  # as a SimPy that renamed its id counter would be
+
+    monkeypatch.setattr(simpy, "Environment", NoHeap)
+    with pytest.raises(CapsimError, match=r"internals the engine uses.*simpy>=4\.1,<5"):
+        environment.check_simpy()
+
+
+def test_simpy_is_pinned_below_5():
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[3] / "pyproject.toml").read_text()
+    assert re.search(r'"simpy>=4\.1,<5"', text)

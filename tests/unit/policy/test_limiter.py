@@ -20,7 +20,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.policy.limiter import DAY_S, NO_ALLOWANCE, OK, OVERSIZED, THROTTLED, CULimiter
+from sim.policy.limiter import (
+    DAY_S,
+    NO_ALLOWANCE,
+    OK,
+    OVERSIZED,
+    THROTTLED,
+    CULimiter,
+    Reservation,
+)
 
 W = 12.0
 ALIGNMENTS = ("epoch", "first-hit")
@@ -51,14 +59,15 @@ def stats(limiter: CULimiter) -> dict[str, list]:
 
 def test_docstring_timeline():
     li = lim(100)
-    assert li.reserve(0.0, 60, actual=20) == OK
-    wid0, day0 = li.wid, li.day
-    assert wid0 == 0
+    first = li.reserve(0.0, 60, actual=20)
+    assert first == OK
+    assert first.window == 0
     assert li.available(0.5) == 40
-    assert li.reserve(1.0, 60, actual=60) == THROTTLED
-    assert li.last_phantom  # 60 - 40 + 60 = 80 <= 100 once the first one settles
+    second = li.reserve(1.0, 60, actual=60)
+    assert second == THROTTLED
+    assert second.phantom  # 60 - 40 + 60 = 80 <= 100 once the first one settles
     assert li.retry_after(1.0) == 11  # ceil(12 - 1)
-    li.settle(2.0, wid0, day0, 60, 20)
+    li.settle(2.0, first, 60, 20)
     assert li.available(2.0) == 80
     assert li.reserve(3.0, 60, actual=60) == OK
     assert li.available(3.0) == 20
@@ -133,10 +142,10 @@ def test_first_hit_windows_start_at_the_first_billed_request_after_expiry():
 @pytest.mark.parametrize("refund_to", REFUNDS)
 def test_refund_within_its_own_window_helps_under_both_policies(alignment, refund_to):
     li = lim(100, alignment=alignment, refund_to=refund_to)
-    assert li.reserve(0.0, 80, actual=10) == OK
-    w, d = li.wid, li.day
+    first = li.reserve(0.0, 80, actual=10)
+    assert first == OK
     assert li.reserve(1.0, 30) == THROTTLED
-    li.settle(2.0, w, d, 80, 10)  # refund 70 to the current (= origin) window
+    li.settle(2.0, first, 80, 10)  # refund 70 to the current (= origin) window
     assert li.available(2.0) == 90
     assert li.reserve(3.0, 90) == OK
     assert li.available(3.0) == 0
@@ -145,10 +154,11 @@ def test_refund_within_its_own_window_helps_under_both_policies(alignment, refun
 @pytest.mark.parametrize("alignment", ALIGNMENTS)
 def test_origin_window_refund_is_lost_once_its_window_has_passed(alignment):
     li = lim(100, alignment=alignment, refund_to="origin-window")
-    assert li.reserve(0.0, 80, actual=10) == OK
-    w0, d0 = li.wid, li.day
+    first = li.reserve(0.0, 80, actual=10)
+    assert first == OK
+    w0 = first.window
     assert li.reserve(13.0, 90) == OK  # next window: used 90
-    li.settle(14.0, w0, d0, 80, 10)
+    li.settle(14.0, first, 80, 10)
     assert li.available(14.0) == 10
     assert li.reserve(15.0, 20) == THROTTLED
     assert stats(li)["settled"][w0] == 10.0  # settled CU is still booked to its window
@@ -157,10 +167,11 @@ def test_origin_window_refund_is_lost_once_its_window_has_passed(alignment):
 @pytest.mark.parametrize("alignment", ALIGNMENTS)
 def test_current_window_refund_goes_to_whichever_window_is_current(alignment):
     li = lim(100, alignment=alignment, refund_to="current-window")
-    assert li.reserve(0.0, 80, actual=10) == OK
-    w0, d0 = li.wid, li.day
+    first = li.reserve(0.0, 80, actual=10)
+    assert first == OK
+    w0 = first.window
     assert li.reserve(13.0, 90) == OK
-    li.settle(14.0, w0, d0, 80, 10)  # 70 credited to the window current at 14
+    li.settle(14.0, first, 80, 10)  # 70 credited to the window current at 14
     assert li.available(14.0) == 80
     assert li.reserve(15.0, 80) == OK
     s = stats(li)
@@ -171,10 +182,10 @@ def test_current_window_refund_goes_to_whichever_window_is_current(alignment):
 
 def test_current_window_refund_never_drives_the_counter_below_zero():
     li = lim(100, refund_to="current-window")
-    assert li.reserve(0.0, 100, actual=0) == OK
-    w0, d0 = li.wid, li.day
+    first = li.reserve(0.0, 100, actual=0)
+    assert first == OK
     assert li.reserve(12.5, 10) == OK
-    li.settle(13.0, w0, d0, 100, 0)  # 10 - 100 -> 0, not -90
+    li.settle(13.0, first, 100, 0)  # 10 - 100 -> 0, not -90
     assert li.available(13.0) == 100
     assert li.reserve(13.5, 100) == OK
     assert li.reserve(13.5, 1) == THROTTLED
@@ -182,12 +193,12 @@ def test_current_window_refund_never_drives_the_counter_below_zero():
 
 def test_same_window_refund_after_a_carried_refund_never_drives_counter_negative():
     li = lim(100, refund_to="current-window")
-    assert li.reserve(0.0, 100, actual=0) == OK  # window 0, refund 100 in flight
-    old = (li.wid, li.day)
-    assert li.reserve(12.5, 50, actual=0) == OK  # window 1: used 50, refund 50 in flight
-    mine = (li.wid, li.day)
-    li.settle(13.0, *old, 100, 0)  # carried into window 1: 50 - 100 -> 0
-    li.settle(13.5, *mine, 50, 0)  # its own window: 0 - 50 -> 0, not -50
+    old = li.reserve(0.0, 100, actual=0)  # window 0, refund 100 in flight
+    assert old == OK
+    mine = li.reserve(12.5, 50, actual=0)  # window 1: used 50, refund 50 in flight
+    assert mine == OK
+    li.settle(13.0, old, 100, 0)  # carried into window 1: 50 - 100 -> 0
+    li.settle(13.5, mine, 50, 0)  # its own window: 0 - 50 -> 0, not -50
     assert li.available(13.5) == 100
     assert li.reserve(14.0, 100) == OK
     assert li.reserve(14.0, 1) == THROTTLED
@@ -195,9 +206,9 @@ def test_same_window_refund_after_a_carried_refund_never_drives_counter_negative
 
 def test_first_hit_refund_with_no_window_open_is_lost():
     li = lim(100, alignment="first-hit", refund_to="current-window")
-    assert li.reserve(0.0, 100, actual=0) == OK
-    w0, d0 = li.wid, li.day
-    li.settle(12.5, w0, d0, 100, 0)  # window [0, 12) expired, none open
+    first = li.reserve(0.0, 100, actual=0)
+    assert first == OK
+    li.settle(12.5, first, 100, 0)  # window [0, 12) expired, none open
     assert li.reserve(13.0, 100) == OK  # a fresh window, nothing carried over
     assert li.reserve(13.0, 1) == THROTTLED
 
@@ -234,15 +245,16 @@ def test_unbilled_cost_zero_never_opens_a_window_nor_throttles(alignment):
     assert stats(li)["start"] == []
     assert li.daily_used == {}
     assert li.reserve(4.0, 100) == OK  # fills the window and the day
-    assert li.reserve(4.5, 0.0) == OK  # still admitted: full window, empty allowance
-    assert not li.last_phantom
+    unbilled = li.reserve(4.5, 0.0)
+    assert unbilled == OK  # still admitted: full window, empty allowance
+    assert not unbilled.phantom
     s = stats(li)
     assert len(s["start"]) == 1
     assert s["admitted"] == [1] and s["throttled"] == [0]
     if alignment == "first-hit":
         assert li.reserve(20.0, 0.0) == OK
         assert len(stats(li)["start"]) == 1  # past expiry, an unbilled one opens nothing
-    li.settle(5.0, li.wid, li.day, 0.0, 0.0)  # settling an unbilled action is a no-op
+    li.settle(5.0, unbilled, 0.0, 0.0)  # settling an unbilled action is a no-op
     assert sum(stats(li)["settled"]) == 0
 
 
@@ -284,16 +296,17 @@ def test_no_daily_allowance_means_no_daily_limit():
 
 def test_daily_refund_goes_to_the_day_of_the_reservation_while_it_is_current():
     li = lim(1000, daily_allowance_cu=100)
-    assert li.reserve(0.0, 60, actual=20) == OK
-    li.settle(1.0, li.wid, li.day, 60, 20)
+    first = li.reserve(0.0, 60, actual=20)
+    assert first == OK
+    li.settle(1.0, first, 60, 20)
     assert li.daily_used == {0: 20.0}
     assert li.reserve(2.0, 80) == OK  # 20 + 80 = 100
     assert li.reserve(3.0, 1) == NO_ALLOWANCE
     li2 = lim(1000, daily_allowance_cu=100)
-    assert li2.reserve(DAY_S - 6.0, 100, actual=0) == OK  # reserved on day 0
-    w, d = li2.wid, li2.day
+    day0 = li2.reserve(DAY_S - 6.0, 100, actual=0)  # reserved on day 0
+    assert day0 == OK
     assert li2.reserve(DAY_S + 1.0, 100) == OK  # day 1 is full
-    li2.settle(DAY_S + 2.0, w, d, 100, 0)  # day 0 has passed: no refund anywhere
+    li2.settle(DAY_S + 2.0, day0, 100, 0)  # day 0 has passed: no refund anywhere
     assert li2.daily_used == {0: 100.0, 1: 100.0}
     assert li2.reserve(DAY_S + 3.0, 1) == NO_ALLOWANCE
 
@@ -319,28 +332,31 @@ def test_retry_after_first_hit_counts_from_the_window_start():
 
 # -- phantom throttles ----------------------------------------------------------------------
 
-def test_real_throttle_is_not_phantom_and_flag_resets():
+def test_real_throttle_is_not_phantom():
     li = lim(100)
     assert li.reserve(0.0, 60, actual=60) == OK
-    assert li.reserve(1.0, 60, actual=60) == THROTTLED
-    assert not li.last_phantom  # nothing in flight to refund
-    assert li.reserve(2.0, 60, actual=10) == THROTTLED
-    assert not li.last_phantom
+    got = li.reserve(1.0, 60, actual=60)
+    assert got == THROTTLED
+    assert not got.phantom  # nothing in flight to refund
+    got = li.reserve(2.0, 60, actual=10)
+    assert got == THROTTLED
+    assert not got.phantom
     assert li.reserve(3.0, 40, actual=40) == OK
     assert stats(li)["phantom"] == [0]
 
 
-def test_phantom_flag_is_cleared_by_the_next_call():
+def test_phantom_flag_belongs_to_each_reservation():
     li = lim(100)
     assert li.reserve(0.0, 90, actual=0) == OK
-    assert li.reserve(0.5, 20) == THROTTLED
-    assert li.last_phantom
-    assert li.reserve(0.6, 10) == OK
-    assert not li.last_phantom
-    assert li.reserve(0.7, 20) == THROTTLED
-    assert li.last_phantom
-    assert li.reserve(0.8, 0) == OK
-    assert not li.last_phantom
+    first = li.reserve(0.5, 20)
+    assert first == THROTTLED and first.phantom
+    admitted = li.reserve(0.6, 10)
+    assert admitted == OK and not admitted.phantom
+    assert first.phantom  # a later call leaves an earlier answer alone
+    again = li.reserve(0.7, 20)
+    assert again == THROTTLED and again.phantom
+    unbilled = li.reserve(0.8, 0)
+    assert unbilled == OK and not unbilled.phantom
 
 
 def test_phantom_counts_only_refunds_that_would_reach_the_current_window():
@@ -349,19 +365,22 @@ def test_phantom_counts_only_refunds_that_would_reach_the_current_window():
         li = lim(100, refund_to=refund_to)
         assert li.reserve(0.0, 60, actual=0) == OK
         assert li.reserve(12.5, 60, actual=60) == OK
-        assert li.reserve(13.0, 60, actual=60) == THROTTLED
+        got = li.reserve(13.0, 60, actual=60)
+        assert got == THROTTLED
         # origin: 60 + 60 > 100 whatever settles; current: 60 - 60 + 60 <= 100.
-        assert li.last_phantom is phantom
+        assert got.phantom is phantom
         assert stats(li)["phantom"] == [0, int(phantom)]
 
 
 def test_settled_reservation_no_longer_counts_as_phantom_potential():
     li = lim(100)
-    assert li.reserve(0.0, 60, actual=20) == OK
-    li.settle(1.0, li.wid, li.day, 60, 20)  # used 20, nothing in flight
+    first = li.reserve(0.0, 60, actual=20)
+    assert first == OK
+    li.settle(1.0, first, 60, 20)  # used 20, nothing in flight
     assert li.reserve(2.0, 80, actual=80) == OK
-    assert li.reserve(3.0, 10) == THROTTLED
-    assert not li.last_phantom
+    third = li.reserve(3.0, 10)
+    assert third == THROTTLED
+    assert not third.phantom
 
 
 def test_constructor_rejects_unknown_policies_and_non_positive_budget():
@@ -435,8 +454,7 @@ class Held:
     """An admitted reservation the test has not settled yet."""
 
     t: float
-    wid: int
-    day: int
+    booked: Reservation  # what reserve() returned: settle() takes it back
     cost: int
     actual: int
     window: object  # the test's own name for the window (see WindowTracker)
@@ -518,14 +536,14 @@ def drive(case: Case, on_reserve=None, on_step=None):
                 tr.admit(w, cost)
                 if case.allowance is not None:
                     day_used[day] = day_used.get(day, 0.0) + cost
-                held.append(Held(t, li.wid, li.day, cost, actual, w))
+                held.append(Held(t, result, cost, actual, w))
             elif result == THROTTLED:
                 tr.window_for_billed(t)  # a throttled reservation found a window open
         else:
             if not held:
                 continue
             h = held.pop(op[2] % len(held))
-            li.settle(t, h.wid, h.day, h.cost, h.actual)
+            li.settle(t, h.booked, h.cost, h.actual)
             settled_actual += h.actual
             tr.refund(t, h)
             day = int((t + case.day_offset) // DAY_S)
@@ -734,17 +752,17 @@ def test_property_limiter_matches_reference_model(case):
             want, phantom, w, day = ref.reserve(t, cost, actual)
             got = li.reserve(t, cost, actual)
             assert got == want, (t, cost, got, want)
-            assert li.last_phantom == phantom
+            assert got.phantom == phantom
             if got == OK and cost > 0:
                 if case.allowance is not None:
-                    assert li.day == day
-                h = Held(t, li.wid, li.day, cost, actual, w)
+                    assert got.day == day
+                h = Held(t, got, cost, actual, w)
                 held.append((h, len(ref.inflight)))
                 ref.inflight.append((w, Fraction(cost - actual)))
         elif held:
             h, _ = held.pop(op[2] % len(held))
             ref.inflight.remove((h.window, Fraction(h.cost - h.actual)))
-            li.settle(t, h.wid, h.day, h.cost, h.actual)
+            li.settle(t, h.booked, h.cost, h.actual)
             ref.tr.refund(t, h)
             day = ref._day(t)
             if case.allowance is not None and day == ref._day(h.t):
@@ -765,7 +783,6 @@ def test_spend_reserves_and_settles_at_once():
 
 def test_reserve_returns_a_reservation_that_settle_takes_back():
     """The value of reserve() carries the window, day and phantom flag settle() needs."""
-    from sim.policy.limiter import Reservation
 
     li = CULimiter(100, daily_allowance_cu=1000, day_offset_s=86_400 - 6)
     first = li.reserve(0.0, 60, actual=20)

@@ -227,3 +227,13 @@ def test_requests_parquet_written_while_workers_run_is_the_one_written_after(
             == (tmp_path / "sequential.parquet").read_bytes())
     # Only when the rows are wanted: a windows-only run writes nothing ahead.
     assert runner.run(loaded, jobs=2, records="windows").records.written is None
+
+
+def test_a_writer_binds_the_row_layout_by_name():
+    names = [n for n, _ in rc.ATTEMPT_COLUMNS]
+    assert rc.ATTEMPT_ROW.packer(*names) is rc.ATTEMPT_ROW.pack
+    swapped = [names[1], names[0], *names[2:]]
+    with pytest.raises(RuntimeError, match="row layout"):
+        rc.ATTEMPT_ROW.packer(*swapped)
+    with pytest.raises(RuntimeError, match="row layout"):
+        rc.REQUEST_ROW.packer(*[n for n, _ in rc.REQUEST_COLUMNS][:-1])

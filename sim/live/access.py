@@ -1,0 +1,160 @@
+"""One HTTP exchange of the emulator, its reply, and the access log line it leaves.
+
+An access-log line per request (websocket handshakes included)::
+
+    2026-11-25T06:10:00.123Z rpc.localhost POST / svc_call 200 ok cu=20 \
+        decide_ms=0.41 t=12.345678 key=key-3f2a9c0d1e2b4a5c
+
+(one line; broken here to fit)
+time (UTC, ms), hostname (``Host``, else SNI), method and path, what was asked (the
+JSON-RPC method, ``POST /v1/size``, a stream), HTTP status, outcome (``ok``, ``-32005``,
+``434``, ...), CU reserved for an admitted request (``cu=0`` otherwise), wall
+milliseconds from the request reaching the application until it was decided, the
+service time of the decision, and the key's pseudonym (:func:`sim.core.pseudonyms.pseudonym`;
+``key=-`` without a key). The key itself is never written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import queue
+import sys
+import threading
+import time
+from functools import lru_cache
+from typing import TextIO
+
+from ..core.errors import CapsimError
+from ..core.pseudonyms import pseudonym
+
+
+@lru_cache(maxsize=256)
+def _pseudonym(key: str) -> str:
+    return pseudonym(key)
+
+
+class Exchange:
+    """One request as it is handled: what was asked, how it was decided and answered."""
+
+    def __init__(self, scope, send) -> None:
+        self.scope, self._send = scope, send
+        self.arrived = time.perf_counter()
+        self.decided_at: float | None = None
+        self.status: int | None = None
+        self.outcome: str | None = None
+        self.what: str = "-"
+        self.now = math.nan
+        self.reserved = 0.0
+        self.settled: float | None = None
+        self.disconnected = False
+
+    def header(self, name: bytes) -> str | None:
+        for k, v in self.scope.get("headers", ()):
+            if k.lower() == name:
+                return v.decode("latin-1")
+        return None
+
+    def decided(self, outcome: str, reserved: float) -> None:
+        self.decided_at = time.perf_counter()
+        self.outcome = outcome
+        self.reserved = reserved if outcome == "ok" else 0.0
+
+    async def reply(self, status: int, body, headers=(), close: bool = False) -> None:
+        """Send a JSON reply (no body for ``None``); ``close`` asks an HTTP/1.1 client to
+        close the connection after it (HTTP/2 has no such header)."""
+        if self.decided_at is None:
+            self.decided_at = time.perf_counter()
+        self.status = status
+        hdrs = []
+        data = b""
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs = [(b"content-type", b"application/json"),
+                    (b"content-length", str(len(data)).encode())]
+        if not math.isnan(self.now):
+            hdrs.append((b"x-capsim-t", f"{self.now:.6f}".encode()))
+        if close and self.scope.get("http_version") != "2":
+            hdrs.append((b"connection", b"close"))
+        hdrs.extend((k.encode(), v.encode()) for k, v in headers)
+        # The client may be gone by now (its reply goes nowhere): not the emulator's error.
+        with contextlib.suppress(Exception):
+            await self._send({"type": "http.response.start", "status": status,
+                              "headers": hdrs})
+            await self._send({"type": "http.response.body", "body": data})
+
+
+class AccessLog:
+    """Writes one line per exchange to ``out`` (``None``: off).
+
+    Lines are written by a thread of their own from a bounded queue: the event loop
+    never waits on the log (a pipe nobody reads, a slow disk). Lines that do not fit in
+    the queue (:data:`QUEUE_LINES`) are dropped and counted (``dropped``)."""
+
+    QUEUE_LINES = 10_000
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out
+        self.lines = 0
+        self.dropped = 0
+        self._queue: queue.Queue[str | None] = queue.Queue(self.QUEUE_LINES)
+        self._thread: threading.Thread | None = None
+        if out is not None:
+            self._thread = threading.Thread(target=self._drain, name="capsim-access-log",
+                                            daemon=True)
+            self._thread.start()
+
+    @classmethod
+    def open(cls, target: str | None) -> AccessLog:
+        """``None``/``"off"``: no log; ``"-"``: standard error; else a file (appended)."""
+        if target in (None, "off"):
+            return cls(None)
+        if target == "-":
+            return cls(sys.stderr)
+        try:
+            return cls(open(target, "a", encoding="utf-8", buffering=1))  # noqa: SIM115
+        except OSError as err:
+            raise CapsimError(f"cannot open the access log: {err.strerror}", file=target,
+                              field="--access-log") from None
+
+    def _drain(self) -> None:
+        while (line := self._queue.get()) is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.out.write(line)
+                if self._queue.empty():
+                    self.out.flush()
+
+    def close(self) -> None:
+        """Write what is queued (waiting at most a second), then close a file."""
+        if self._thread is None:
+            return
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=1.0)
+        self._thread.join(1.0)
+        if not self._thread.is_alive() and self.out is not sys.stderr:
+            with contextlib.suppress(OSError):
+                self.out.close()
+
+    def line(self, ex: Exchange, sni: str | None = None) -> str:
+        t = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
+        host = (ex.header(b"host") or sni or "-").split(":", 1)[0]
+        key = ex.header(b"x-api-key")
+        who = _pseudonym(key) if key else "-"
+        decide = (ex.decided_at or time.perf_counter()) - ex.arrived
+        status = ex.status if ex.status is not None else ("gone" if ex.disconnected else "-")
+        outcome = ex.outcome or (str(ex.status) if ex.status is not None else "-")
+        cu = ex.settled if ex.settled is not None else ex.reserved
+        return (f"{stamp} {host} {ex.scope.get('method', 'GET')} {ex.scope.get('path', '')} "
+                f"{ex.what} {status} {outcome} cu={cu:g} decide_ms={decide * 1e3:.2f} "
+                f"t={ex.now:.6f} key={who}")
+
+    def write(self, ex: Exchange, sni: str | None = None) -> None:
+        self.lines += 1
+        if self._thread is None:
+            return
+        try:
+            self._queue.put_nowait(self.line(ex, sni) + "\n")
+        except queue.Full:
+            self.dropped += 1
