@@ -177,6 +177,49 @@ def calibrate(f: dict) -> list[str]:
         "", f"Bar: 10,000 rows in under {f['limit_s_at_10000_rows']} s."]
 
 
+def replay_memory(f: dict) -> list[str]:
+    mib = 2**20
+    rows = [["synthetic Poisson (floor)", None, f["floor_peak_rss_bytes"] / mib, 1.0]]
+    rows += [[f"trace of {p['rows']:,} rows", p["file_bytes"] / mib, p["peak_rss_bytes"] / mib,
+              p["ratio_to_floor"]] for p in f["points"]]
+    return [f"{f['rate_per_s']:g} requests/s, {f['duration_s']:g} s replayed on one tier, "
+            "`--records windows`.", ""] + table(
+        ["source", "file MiB", "peak RSS MiB", "÷ floor (same run)"], rows) + [
+        "", f"Peak at the longest trace ÷ at the shortest: "
+            f"{_cell(f['ratio_longest_to_shortest'])} (bar: at most 1.5)."]
+
+
+def import_speed(f: dict) -> list[str]:
+    rows = []
+    for fmt, r in f["formats"].items():
+        i, fl = r["import"], r["floor"]
+        rows.append([fmt, i["rows"], i["rows"] / i["seconds"], fl["rows"] / fl["seconds"],
+                     r["ratio_to_floor"], r.get("cpu_ratio_to_floor"), i["peak_mib"]])
+    out = table(["format", "rows", "import rows/s", "floor rows/s", "÷ floor (wall)",
+                 "÷ floor (CPU time)", "peak RSS MiB"], rows)
+    har = [[h["entries"], h["file_bytes"] / 2**20, h["import"]["rows"] / h["import"]["seconds"],
+            (h["floor"]["rows"] / h["floor"]["seconds"]) if h.get("floor") else None,
+            h["import"]["peak_mib"], h.get("command")] for h in f["har_memory"]]
+    if har:
+        out += ["", "HAR (floor: Arrow's JSON reader over the same entries, one per line):", ""]
+        out += table(["entries", "file MiB", "import entries/s", "floor rows/s",
+                      "peak RSS MiB", "measured by"], har)
+        out += ["", "Bars: CSV and JSONL at least 0.5 of the floor; HAR at most 1 GiB."]
+    return out
+
+
+def replay_day(f: dict) -> list[str]:
+    rows = [["trace replay", f["replay"]["seconds"] / 60,
+             f["replay"]["peak_rss_bytes"] / 2**30, f["replay"]["worker_peak_rss_bytes"] / 2**30]]
+    if "floor" in f:
+        rows.append(["synthetic Poisson (floor)", f["floor"]["seconds"] / 60,
+                     f["floor"]["peak_rss_bytes"] / 2**30,
+                     f["floor"]["worker_peak_rss_bytes"] / 2**30])
+    return [f"{f['hours']:g} h at {f['rate_per_s']:g} requests/s ({f['rows']:,} rows), every "
+            f"tier, `--jobs {f['jobs']} --records windows`.", ""] + table(
+        ["run", "minutes", "peak RSS GiB", "largest worker GiB"], rows)
+
+
 def emulator_soak(f: dict) -> list[str]:
     good = sum(v for k, v in f["good"].items() if k.isdigit())
     bad = sum(v for k, v in f["bad"].items() if k != "errors")
@@ -240,6 +283,18 @@ BENCHMARKS = [
     Benchmark("trace_import", "Trace import", "bench_trace_import.py",
               "Importing a generated CSV trace (by default 10 million rows) and loading it "
               "for replay, against Arrow's bare CSV reader.", trace_import),
+    Benchmark("import_speed", "Import speed and HAR memory", "bench_import_speed.py",
+              "CSV, JSONL and HAR import rows/s against Arrow's readers (and the Parquet "
+              "writer) in the same run, by wall and by CPU time; the HAR import's peak "
+              "memory.", import_speed),
+    Benchmark("replay_memory", "Replay memory against trace length", "bench_replay_memory.py",
+              "Peak RSS of `capsim run` replaying traces of 0.5, 4 and 20 million rows (read a "
+              "row group at a time), against a synthetic source of the same rate.",
+              replay_memory),
+    Benchmark("replay_day", "A day of recorded traffic on every tier", "bench_replay_day.py",
+              "Wall time and memory of replaying a trace of 400 requests/s (by default a "
+              "day) against every tier with `--jobs 2 --records windows`, against a "
+              "synthetic source of the same rate.", replay_day),
     Benchmark("calibrate", "Calibration against trace length", "bench_calibrate.py",
               "`capsim calibrate` (joint identification by linear programming, decisions "
               "only) on reference traces of growing length, against one replay of the same "

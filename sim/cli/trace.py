@@ -45,7 +45,8 @@ def trace() -> None:
 @click.option("--chunk-rows", type=click.IntRange(min=1), default=DEFAULT_CHUNK_ROWS,
               show_default=True,
               help="Rows per Parquet row group. Sources are read in bounded pieces either "
-                   "way (HAR files excepted: they are loaded whole).")
+                   "way (HAR entries one at a time). Replay reads a trace a row group at a "
+                   "time.")
 @click.option("--host-map", "host_map", multiple=True, metavar="HOST=API",
               help="Which API a recorded host serves: rpc, search, streams, or ignore "
                    "(repeatable; globs such as *.example.io allowed; HAR). Hosts neither "

@@ -1,7 +1,8 @@
 """HAR 1.2 sources (browser and proxy exports, Polly recordings).
 
-A HAR file is one JSON document; it is loaded whole (so its size is bounded by memory),
-then its entries are converted to rows in chunks. Two passes. The first registers every
+A HAR file is one JSON document; its ``log.entries`` are read one at a time by an
+iterative parser (ijson's C backend), so memory stays flat in the file's size, and
+converted to rows in chunks. Two passes over the file. The first registers every
 credential in every entry (``X-Api-Key`` header in any case, ``Authorization: Bearer``
 or ``Basic``, key-named query parameters, URL userinfo, credential path segments such
 as ``/v1/lb/<key>``, ``/v2/<key>``, ``/v3/<32 hex>``, and every long opaque URL token;
@@ -63,6 +64,7 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -125,9 +127,10 @@ def load_har(path: str, file: str) -> list:
     except (ValueError, RecursionError):
         raise CapsimError("not a HAR file: expected a JSON document", file=file) from None
     except MemoryError:
-        raise CapsimError("too large to load: a HAR file is read whole, and this one does "
-                          "not fit in memory; export fewer entries (or split the capture) "
-                          "and import the parts", file=file) from None
+        raise CapsimError("too large to load: this HAR file is read whole (the streaming "
+                          "parser refused it) and does not fit in memory; export fewer "
+                          "entries (or split the capture) and import the parts",
+                          file=file) from None
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
@@ -451,17 +454,67 @@ def _retry_after(resp: Any, time_ns: int) -> float | None:
     return None
 
 
-def read_har(path: str, file: str, problems: Problems, chunk_rows: int,
-             registry: KeyRegistry, host_map: HostMap | None = None) -> Iterator[dict]:
-    """Chunks (column lists) of a HAR source (see module doc)."""
-    entries = load_har(path, file)
+WHOLE_BYTES = 256 << 20
+"""A HAR file the streaming parser refuses is read whole by ``json.load`` (which accepts
+a little more, e.g. ``NaN``) up to this size; a larger one is refused as not JSON."""
+
+
+def _stream_entries(path: str) -> Iterator[Any]:
+    """``log.entries`` items one at a time (ijson's C parser): memory stays flat."""
+    import ijson
+
+    with open(path, "rb") as fh:
+        yield from ijson.items(fh, "log.entries.item", use_float=True)
+
+
+def _has_entries(path: str) -> bool:
+    """Whether the document has a ``log.entries`` array (read up to its start)."""
+    import ijson
+
+    with open(path, "rb") as fh:
+        for prefix, event, _ in ijson.parse(fh, use_float=True):
+            if prefix == "log.entries" and event == "start_array":
+                return True
+    return False
+
+
+def _first_pass(entries, registry: KeyRegistry, ctx: HarContext) -> None:
+    """Register every credential and learn the service's hosts (see module doc)."""
     for entry in entries:
         for key in entry_credentials(entry):
             registry.add(key, counted=False)
+        ctx.learn((entry,))
+
+
+def read_har(path: str, file: str, problems: Problems, chunk_rows: int,
+             registry: KeyRegistry, host_map: HostMap | None = None) -> Iterator[dict]:
+    """Chunks (column lists) of a HAR source (see module doc): two passes over the
+    entries, each streamed from the file (memory flat in the file's size). A file the
+    streaming parser refuses is read whole by ``json.load`` up to :data:`WHOLE_BYTES`
+    (it accepts a little more, e.g. ``NaN``, and says why it refuses the rest), so
+    errors and results are those of reading it whole; every entry is parsed in the first
+    pass, so a file that fails does so before any row."""
+    import ijson
+
+    whole = None
     ctx = HarContext(host_map or HostMap(), problems)
-    ctx.learn(entries)
+    try:
+        if not _has_entries(path):
+            raise CapsimError("not a HAR file: expected an array", file=file,
+                              field="log.entries")
+        _first_pass(_stream_entries(path), registry, ctx)
+    except (ijson.JSONError, UnicodeDecodeError, RecursionError):
+        if os.path.getsize(path) > WHOLE_BYTES:
+            raise CapsimError("not a HAR file: expected a JSON document", file=file) from None
+        whole = load_har(path, file)
+        ctx = HarContext(host_map or HostMap(), problems)
+        _first_pass(whole, registry, ctx)
+
+    def entries() -> Iterator[Any]:
+        return iter(whole) if whole is not None else _stream_entries(path)
+
     buf = RecordBuffer()
-    for i, entry in enumerate(entries):
+    for i, entry in enumerate(entries()):
         try:
             rows = entry_rows(entry, ctx)
         except EntryError as err:

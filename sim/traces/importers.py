@@ -9,7 +9,7 @@ request line's body), else by content for Parquet (``PAR1`` magic).
 An import that keeps no row is an error naming the file, with every reason by count
 (hosts not mapped, not requests, invalid rows), unless ``allow_empty``. The import is
 all-or-nothing. Rows are validated and redacted chunk by chunk (memory is
-bounded by ``chunk_rows``, except for HAR, which is loaded whole) and written to a temp
+bounded by ``chunk_rows``; HAR entries are streamed one at a time) and written to a temp
 file in the destination folder. With ``on_invalid="error"`` the first invalid row stops
 the import with a :class:`~sim.core.errors.CapsimError` naming file, location and field; with
 ``"skip"`` invalid rows are counted by reason. When all rows are in, the temp file is
@@ -27,6 +27,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,9 +217,17 @@ def _import(path: str, out: str, fmt: str, on_invalid: str, region: str | None,
         notes = ColumnNotes()
         with TraceWriter(out, chunk_rows) as writer:
             try:
-                for table in _chunks(fmt, path, problems, chunk_rows, registry, region, notes,
-                                     host_map):
-                    writer.write(table)
+                # each chunk is written in a thread while the next is read and checked
+                # (Parquet encoding lets go of the GIL); one write at a time, in order
+                with ThreadPoolExecutor(1) as pool:
+                    pending = None
+                    for table in _chunks(fmt, path, problems, chunk_rows, registry, region,
+                                         notes, host_map):
+                        if pending is not None:
+                            pending.result()
+                        pending = pool.submit(writer.write, table)
+                    if pending is not None:
+                        pending.result()
                 if writer.rows + writer.buffered == 0 and not allow_empty:
                     raise CapsimError(_nothing_kept(path, fmt, problems,
                                                     _safe_hosts(problems, registry)), file=path)

@@ -31,8 +31,11 @@ The result is sorted by ``t_s`` (stable: copy order, then time order, breaks tie
 
 from __future__ import annotations
 
+import copy
+import itertools
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -393,3 +396,278 @@ def _empty(speed, k, shift, dropped: int = 0) -> ReplayTrace:
         api_categories=APIS, method_categories=(), key_categories=(), region_categories=(),
         t0_ns=0, dropped_retries=dropped, speed=speed, load_multiplier=k,
         phase_shift_s=shift)
+
+
+# --- streaming: the same transforms, a row group at a time ---------------------------
+
+_BASE = ("t", "api", "method", "key", "region", "items", "profiles", "gas_used", "cu")
+
+
+class ReplayStream:
+    """A canonical trace replayed a piece at a time, in time order: the rows of
+    :func:`load_replay` (same transforms, same random draws, same order), with memory
+    that does not grow with the trace's length.
+
+    Row groups are read in the order of their first time (Parquet statistics) and merged:
+    a group is read when the merge reaches its first time, so only groups whose time
+    ranges overlap are in memory together (one at a time for a trace in time order, as
+    ``capsim trace import`` writes them from a source in time order; a file whose every
+    group spans the whole trace is held whole, as before). Rows of equal time keep the
+    file's order, as the in-memory load's stable sort does.
+
+    :meth:`chunks` yields dicts of columns (``t_s``, ``copy``, ``api`` and the raw codes
+    of ``method``, ``key``, ``region``, ``profiles``, plus ``items``, ``gas_used``,
+    ``cu``), sorted by ``t_s``; the raw codes index :attr:`names` (first-seen order, the
+    same on every pass). Each call starts afresh with a copy of ``rng``. After a full
+    pass, :attr:`t0_ns` and :attr:`dropped_retries` are set. ``until_s``: stop once every
+    row left would have ``t_s >= until_s`` (rows at or past it may still be yielded).
+    """
+
+    def __init__(self, path: str | os.PathLike, *, speed: float = 1.0,
+                 load_multiplier: float = 1.0, phase_shift_s: float = 0.0,
+                 time_range_s: tuple[float, float] | None = None,
+                 drop_recorded_retries: bool = True, retry_window_s: float = 60.0,
+                 rng: np.random.Generator) -> None:
+        _check(speed, load_multiplier, phase_shift_s, time_range_s, retry_window_s)
+        self.path = path
+        self.speed, self.k, self.shift = speed, load_multiplier, phase_shift_s
+        self.time_range_s = time_range_s
+        self.drop_retries = drop_recorded_retries
+        self.window_ns = round(retry_window_s * 1e9)
+        self._rng = rng
+        self.cats = {name: _Categories() for name in ("method", "key", "region", "profiles")}
+        self.t0_ns: int | None = None
+        self.dropped_retries = 0
+        pf = open_trace(path)
+        try:
+            self.groups = row_group_ranges(pf)
+            sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
+            self._first_row = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        finally:
+            pf.close()
+
+    @property
+    def names(self) -> dict[str, list[str]]:
+        """Raw code -> name of each dictionary column (first-seen order)."""
+        return {name: sorted(cat.codes, key=cat.codes.__getitem__)
+                for name, cat in self.cats.items()}
+
+    def max_open_rows(self) -> int:
+        """Rows of the largest set of row groups the merge holds at once (overlapping
+        time ranges); the whole file when its groups all overlap."""
+        return max_overlap_rows(self.groups)
+
+    # the pipeline: groups in time order -> retries dropped -> copies merged
+    def chunks(self, until_s: float = math.inf) -> Iterator[dict[str, np.ndarray]]:
+        rng = copy.deepcopy(self._rng)
+        self.dropped_retries = 0
+        base = self._base_rows(until_s)
+        first = next(base, None)
+        if first is None:
+            self.t0_ns = 0
+            return
+        self.t0_ns = t0 = int(first["t"][0])
+        n_full = math.floor(self.k)
+        frac = self.k - n_full
+        offsets = [0.0] + [float(rng.uniform(0.0, SHIFT_RANGE_S)) for _ in range(1, n_full)]
+        if frac > 0 and n_full >= 1:
+            offsets.append(float(rng.uniform(0.0, SHIFT_RANGE_S)))
+        n_copies = n_full + (1 if frac > 0 else 0)
+        thin = n_full if frac > 0 else -1
+        pend: dict[str, np.ndarray] | None = None
+        ptr = [0] * n_copies
+
+        def pieces():
+            yield first
+            yield from base
+
+        for got in itertools.chain(pieces(), [None]):
+            if got is not None:
+                got["b"] = (got["t"] - t0).astype(np.float64) / 1e9 / self.speed
+                if thin >= 0:
+                    got["thin"] = rng.random(len(got["t"])) < frac
+                pend = got if pend is None else {
+                    name: np.concatenate((pend[name], arr)) for name, arr in got.items()}
+                bound = float(pend["b"][-1]) + self.shift
+            else:
+                if pend is None:
+                    break
+                bound = math.inf
+            parts_idx, parts_t, parts_copy = [], [], []
+            for c in range(n_copies):
+                rows = np.arange(ptr[c], len(pend["b"]))
+                if c == thin:
+                    rows = rows[pend["thin"][ptr[c]:]]
+                t_s = (pend["b"][rows] + offsets[c]) + self.shift
+                e = int(np.searchsorted(t_s, bound, side="left"))
+                parts_idx.append(rows[:e])
+                parts_t.append(t_s[:e])
+                parts_copy.append(np.full(e, c, dtype=np.int16))
+                ptr[c] = int(rows[e]) if e < len(rows) else len(pend["b"])
+            idx = np.concatenate(parts_idx)
+            t_s = np.concatenate(parts_t)
+            cp = np.concatenate(parts_copy)
+            if len(parts_idx) > 1:
+                order = np.argsort(t_s, kind="stable")
+                idx, t_s, cp = idx[order], t_s[order], cp[order]
+            if len(idx):
+                out = {"t_s": t_s, "copy": cp}
+                out.update({name: pend[name][idx] for name in _BASE[1:]})
+                yield out
+            lo = min(ptr)
+            if lo:
+                pend = {name: arr[lo:] for name, arr in pend.items()}
+                ptr = [p - lo for p in ptr]
+            if bound >= until_s:
+                break
+
+    def _rows_in_order(self, read_lo, hi) -> Iterator[dict[str, np.ndarray]]:
+        """Trace rows (needed columns) in time order, stable, a merge of row groups."""
+        cols = ["time_ns", "api", "method", "key", "region", "items", "profiles",
+                "gas_used", "cu"]
+        if self.drop_retries:
+            cols += ["status", "body_hash"]
+        groups = [g for g in self.groups
+                  if (read_lo is None or g[2] >= read_lo) and (hi is None or g[1] < hi)]
+        groups.sort(key=lambda g: (g[1], g[0]))
+        pf = open_trace(self.path)
+        try:
+            open_: dict[int, dict[str, np.ndarray]] = {}
+            for i, (g, _, _, _) in enumerate(groups):
+                got = self._read_group(pf, g, cols, read_lo, hi)
+                if got is not None:
+                    open_[g] = got
+                nxt = groups[i + 1][1] if i + 1 < len(groups) else None
+                if not open_:
+                    continue
+                keys = sorted(open_)
+                if len(keys) == 1:
+                    merged = open_.pop(keys[0])
+                else:  # by time, then file position (the in-memory load's stable sort)
+                    merged = {name: np.concatenate([open_[k][name] for k in keys])
+                              for name in open_[keys[0]]}
+                    order = np.lexsort((merged["pos"], merged["t"]))
+                    merged = {name: arr[order] for name, arr in merged.items()}
+                    open_.clear()
+                if nxt is not None:
+                    e = int(np.searchsorted(merged["t"], nxt, side="left"))
+                    if e < len(merged["t"]):
+                        # rows at or past the next group's first time wait for it
+                        open_[keys[0]] = {name: arr[e:] for name, arr in merged.items()}
+                        merged = {name: arr[:e] for name, arr in merged.items()}
+                if len(merged["t"]):
+                    yield merged
+        finally:
+            pf.close()
+
+    def _read_group(self, pf, g, cols, read_lo, hi) -> dict[str, np.ndarray] | None:
+        batch = pf.read_row_group(g, columns=cols)
+        t = _np(batch.column("time_ns"), np.int64)
+        pos = np.arange(self._first_row[g], self._first_row[g] + len(t), dtype=np.int64)
+        if read_lo is not None:
+            sel = (t >= read_lo) & (t < hi)
+            if not sel.any():
+                return None
+            batch = batch.filter(pa.array(sel))
+            t, pos = t[sel], pos[sel]
+        api = batch.column("api").combine_chunks()
+        if not pa.types.is_dictionary(api.type):
+            api = pc.dictionary_encode(api)
+        api_lut = {name: i for i, name in enumerate(APIS)}
+        lut = np.array([api_lut[v] for v in api.dictionary.to_pylist()] + [-1], dtype=np.int8)
+        got = {"t": t, "pos": pos, "api": lut[_np(pc.fill_null(api.indices, -1), np.int64)],
+               "items": _np(pc.fill_null(batch.column("items"), 0), np.int32),
+               "gas_used": _np(batch.column("gas_used").cast(pa.float64()), np.float64),
+               "cu": _np(batch.column("cu"), np.float64)}
+        for name, cat in self.cats.items():
+            got[name] = cat.encode(batch.column(name))
+        if self.drop_retries:
+            throttle_codes = pa.array(LIMIT_STATUSES, pa.int32())
+            got["throttled"] = _np(pc.fill_null(pc.is_in(batch.column("status"),
+                                                         throttle_codes), False), bool)
+            got["hash"], got["has_hash"] = _hash64(batch.column("body_hash"))
+        if len(t) > 1 and not np.all(t[1:] >= t[:-1]):
+            order = np.argsort(t, kind="stable")
+            got = {name: arr[order] for name, arr in got.items()}
+        return got
+
+    def _base_rows(self, until_s: float) -> Iterator[dict[str, np.ndarray]]:
+        """Rows left after the time range and the recorded retries, in time order."""
+        start_ns = min((g[1] for g in self.groups), default=None)
+        lo = hi = None
+        if start_ns is not None and self.time_range_s is not None:
+            lo = start_ns + round(self.time_range_s[0] * 1e9)
+            hi = start_ns + round(self.time_range_s[1] * 1e9)
+        read_lo = lo - self.window_ns if (lo is not None and self.drop_retries) else lo
+        carry: dict[str, np.ndarray] | None = None
+        t0 = None
+        for got in self._rows_in_order(read_lo, hi):
+            keep = got["t"] >= lo if lo is not None else np.ones(len(got["t"]), dtype=bool)
+            if self.drop_retries:
+                sig = got["hash"]
+                no_hash = np.flatnonzero(~got["has_hash"])
+                sig[no_hash] = ((got["profiles"][no_hash].astype(np.int64) + 1)
+                                .astype(np.uint64) << np.uint64(32)
+                                | got["items"][no_hash].astype(np.uint64))
+                cur = {"t": got["t"], "key": got["key"], "method": got["method"], "sig": sig,
+                       "has_hash": got["has_hash"], "throttled": got["throttled"]}
+                both = cur if carry is None else {
+                    name: np.concatenate((carry[name], arr)) for name, arr in cur.items()}
+                n_carry = len(both["t"]) - len(cur["t"])
+                if both["throttled"].any():
+                    idx = _retry_candidates(both["key"], both["method"], both["sig"],
+                                            both["throttled"])
+                    retry = np.zeros(len(both["t"]), dtype=bool)
+                    retry[idx] = _retry_mask(both["t"][idx], both["key"][idx],
+                                             both["method"][idx], both["sig"][idx],
+                                             both["has_hash"][idx], both["throttled"][idx],
+                                             self.window_ns)
+                    retry = retry[n_carry:] & keep
+                    self.dropped_retries += int(retry.sum())
+                    keep &= ~retry
+                # throttled rows within the window of the last time mark later rows
+                last = both["t"][-1]
+                held = both["throttled"] & (both["t"] >= last - self.window_ns)
+                carry = {name: arr[held] for name, arr in both.items()}
+            if not keep.all():
+                got = {name: arr[keep] for name, arr in got.items()}
+            if not len(got["t"]):
+                continue
+            if t0 is None:
+                t0 = int(got["t"][0])
+            yield {name: got[name] for name in _BASE}
+            # every later row is at least this late: stop once past until_s
+            if (float(got["t"][-1] - t0) / 1e9 / self.speed) + self.shift > until_s:
+                return
+
+
+def row_group_ranges(pf) -> list[tuple[int, int, int, int]]:
+    """``(group, first time_ns, last time_ns, rows)`` of each non-empty row group, from
+    the Parquet statistics (read from the column where a group has none)."""
+    idx = pf.schema_arrow.get_field_index("time_ns")
+    out = []
+    for g in range(pf.metadata.num_row_groups):
+        rg = pf.metadata.row_group(g)
+        if rg.num_rows == 0:
+            continue
+        stats = rg.column(idx).statistics
+        if stats is not None and stats.has_min_max:
+            lo, hi = int(stats.min), int(stats.max)
+        else:
+            t = pf.read_row_group(g, columns=["time_ns"]).column(0)
+            mm = pc.min_max(t)
+            lo, hi = int(mm["min"].as_py()), int(mm["max"].as_py())
+        out.append((g, lo, hi, rg.num_rows))
+    return out
+
+
+def max_overlap_rows(groups: list[tuple[int, int, int, int]]) -> int:
+    """The most rows of row groups whose time ranges overlap a common instant (what the
+    merge of :class:`ReplayStream` holds at once, at most)."""
+    events = sorted([(lo, 0, n) for _, lo, _, n in groups]
+                    + [(hi, 1, -n) for _, _, hi, n in groups])
+    best = cur = 0
+    for _, _, n in events:
+        cur += n
+        best = max(best, cur)
+    return best

@@ -11,8 +11,12 @@ The draws do not depend on the slicing: each source's arrivals are an
 :class:`~sim.workload.arrivals.ArrivalStream`, and each of its random attributes
 (method mix, sizing items, sizing profiles, gas used, the service time of each method)
 has its own named stream, drawn in request order. Slicing by 60 s or taking the run
-whole gives the same demand (``tests/unit/workload/test_demand_slices.py``). A recorded trace stays
-whole in memory (it is the user's data, loaded once) and is handed out slice by slice.
+whole gives the same demand (``tests/unit/workload/test_demand_slices.py``). A recorded
+trace is read from its file the same way, in time order a row group at a time
+(:class:`~sim.traces.replay.ReplayStream`): :func:`build_plan` scans it once (the methods,
+keys and regions it uses, its row counts), and each pass over the demand reads it again,
+so memory does not grow with the trace's length either; each worker process of
+``--jobs N`` reads the file itself.
 
 Closed-loop sources cannot be drawn up front (their timing depends on the replies), so
 each worker gets a :class:`RequestDrawer` on its own named streams: the k-th request of
@@ -36,7 +40,7 @@ from ..core.rng import stream
 from ..core.vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES, Rng
 from .arrivals import ArrivalStream, arrival_count
 from .load import load_note, scale_scenario
-from .replay_source import extra_methods, load_source_trace, trace_columns, trace_keys
+from .replay_source import TraceFeed, extra_methods, scan_source_trace, trace_keys
 
 _CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
 
@@ -83,13 +87,14 @@ class Plan:
     """Everything a tier's run needs that does not depend on the tier.
 
     ``open_count`` is the number of open-loop requests (closed-loop request ids follow
-    them); ``traces`` maps a trace source's index to its demand columns, sorted by time.
+    them); ``traces`` maps a trace source's index to its :class:`TraceFeed` (its demand
+    columns, read from the file in time order as the blocks ask for them).
     """
 
     loaded: LoadedScenario
     tables: Tables
     open_count: int
-    traces: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    traces: dict[int, TraceFeed] = field(default_factory=dict)
     closed_sources: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -106,23 +111,21 @@ class Plan:
             if src.workers is not None:
                 continue
             if i in self.traces:
-                feeds.append((i, None, self.traces[i]))
+                feeds.append((i, None, self.traces[i].reader()))
                 continue
             key = self.tables.keys.index(src.key)
             region = self.tables.regions.index(sc.region_of(src))
             drawer = RequestDrawer(src, self.tables, self.loaded.pricing, sc, sc.seed)
             feeds.append((i, _arrivals(sc, src), (key, region, drawer)))
-        done, k = [0] * len(feeds), 0
+        k = 0
         n_slices = max(1, math.ceil(sc.duration_s / slice_s))
         while k < n_slices:
             k += 1
             end = math.inf if k == n_slices else k * slice_s
             parts = []
-            for f, (i, arrivals, feed) in enumerate(feeds):
-                if arrivals is None:  # a trace: its columns, sorted by time
-                    hi = int(np.searchsorted(feed[0], end, side="left"))
-                    parts.append(tuple(c[done[f]:hi] for c in feed))
-                    done[f] = hi
+            for i, arrivals, feed in feeds:
+                if arrivals is None:  # a trace: read from its file in time order
+                    parts.append(feed.until(end))
                     continue
                 key, region, drawer = feed
                 t = arrivals.until(end)
@@ -262,31 +265,21 @@ def build_plan(loaded: LoadedScenario) -> Plan:
         loaded = replace(loaded, scenario=scaled)
     sc = loaded.scenario
     notes: list[str] = [n for n in (load_note(sc),) if n]
-    traces = {i: load_source_trace(src, i, loaded, notes) for i, src in enumerate(sc.sources)
-              if src.trace is not None}
-    extra = extra_methods(list(traces.values()), set(sc.methods))
-    owners = {k: sc.sources[i].key for i, rt in traces.items() for k in trace_keys([rt])}
-    tables = build_tables(loaded, extra, trace_keys(list(traces.values())), owners)
+    scans = {i: scan_source_trace(src, i, loaded, notes) for i, src in enumerate(sc.sources)
+             if src.trace is not None}
+    extra = extra_methods(list(scans.values()), set(sc.methods))
+    owners = {k: sc.sources[i].key for i, scan in scans.items() for k in trace_keys([scan])}
+    tables = build_tables(loaded, extra, trace_keys(list(scans.values())), owners)
     closed = [i for i, src in enumerate(sc.sources) if src.workers is not None]
-    columns = {i: _sorted(trace_columns(src, i, traces[i], tables, loaded,
-                                        {**sc.methods, **extra}, notes))
-               for i, src in enumerate(sc.sources) if src.trace is not None}
+    feeds = {i: TraceFeed(scan, tables, loaded, {**sc.methods, **extra}, notes)
+             for i, scan in scans.items()}
     # Closed-loop request ids follow the open-loop ones: count them first (arrival
     # instants only, drawn and dropped chunk by chunk).
-    open_count = sum(len(c[0]) for c in columns.values()) + sum(
+    open_count = sum(f.count for f in feeds.values()) + sum(
         arrival_count(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
                       sc.duration_s, sc.day_offset_s)
         for src in sc.sources if src.workers is None and src.trace is None)
-    return Plan(loaded, tables, open_count, columns, closed, notes)
-
-
-def _sorted(cols: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """A trace's columns in time order (stable: equal times keep the trace's order)."""
-    t = cols[0]
-    if len(t) < 2 or not np.any(t[1:] < t[:-1]):
-        return cols
-    order = np.argsort(t, kind="stable")
-    return tuple(c[order] for c in cols)
+    return Plan(loaded, tables, open_count, feeds, closed, notes)
 
 
 _COLUMNS = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")

@@ -7,15 +7,11 @@ Traffic recorded against another provider names its methods (``eth_call``,
 else ``"*"``, else the recorded name is kept (then it is priced through
 ``[pricing.rpc.method_cu]``, or ``default_method_cu`` when not listed there). Only RPC
 rows are renamed (sizing, other Search paths and websocket handshakes keep their
-names). :func:`apply_method_map` returns the renamed trace and one line per recorded
-method saying what it became, for the report's notes.
+names). :class:`~sim.workload.replay_source.TraceScan` applies it row by row as the trace
+is read; :func:`describe` says what each recorded method became, for the report's notes.
 """
 
 from __future__ import annotations
-
-import dataclasses
-
-import numpy as np
 
 from ..core.errors import CapsimError
 
@@ -31,42 +27,6 @@ def check_targets(method_map: dict[str, str], known: set[str], method_cu: dict[s
                 "expected a method of the scenario ([methods]) or of "
                 "[pricing.rpc.method_cu] as the target", file=scenario_path,
                 field=f"sources[{index}].replay.method_map.{recorded}")
-
-
-def apply_method_map(rt, method_map: dict[str, str]) -> tuple[object, list[tuple]]:
-    """``(trace with RPC methods renamed, [(recorded, target or None, rule, rows)])``.
-
-    ``rule`` is ``"exact"``, ``"*"`` or ``"kept"``; ``target`` None means kept.
-    """
-    rpc_code = rt.api_categories.index("rpc")
-    rpc_rows = rt.api == rpc_code
-    codes, counts = np.unique(rt.method[rpc_rows], return_counts=True)
-    listing = []
-    rename: dict[int, str] = {}
-    for code, n in zip(codes.tolist(), counts.tolist(), strict=True):
-        name = rt.method_categories[code]
-        if name in method_map:
-            target, rule = method_map[name], "exact"
-        elif WILDCARD in method_map:
-            target, rule = method_map[WILDCARD], WILDCARD
-        else:
-            target, rule = None, "kept"
-        listing.append((name, target, rule, n))
-        if target is not None and target != name:
-            rename[code] = target
-    if not rename:
-        return rt, listing
-    # rows of other APIs keep their category even when it shares a name with an RPC one
-    old = list(rt.method_categories)
-    names = sorted(set(old) | set(rename.values()))
-    index = {name: i for i, name in enumerate(names)}
-    keep_code = np.array([index[name] for name in old], dtype=np.int64)
-    new_code = keep_code.copy()
-    for code, target in rename.items():
-        new_code[code] = index[target]
-    method = np.where(rpc_rows, new_code[rt.method], keep_code[rt.method])
-    return dataclasses.replace(rt, method=method.astype(rt.method.dtype, copy=False),
-                               method_categories=tuple(names)), listing
 
 
 def describe(source: str, listing: list[tuple], method_map: dict[str, str],

@@ -3,7 +3,8 @@ a run the machine cannot hold.
 
 A run draws its demand slice by slice and spools its attempt rows to disk as it goes, so
 what grows with its size is small: the summary reads one tier's columns back at a time,
-and a trace source's rows stay whole in memory (in the parent and in each worker).
+and a trace source is read from its file a row group at a time (in the parent and in each
+worker; :class:`~sim.traces.replay.ReplayStream`).
 :func:`estimate` counts requests from closed forms only, never by drawing:
 
 * an open-loop source: its arrival process's exact mean count over the duration
@@ -11,7 +12,10 @@ and a trace source's rows stay whole in memory (in the parent and in each worker
   duration plus two slots, so the estimate itself stays O(1));
 * closed-loop workers: each cycle takes at least a round trip, the mean service time and
   the mean think time, so a worker sends about ``duration / (rtt + service + think)``;
-* a trace source: the file's row count (Parquet metadata) times ``load_multiplier``;
+* a trace source: the file's row count (Parquet metadata) times ``load_multiplier``
+  requests; in memory, the rows of its largest set of row groups whose time ranges
+  overlap (one group for a trace in time order; the Parquet statistics), times the
+  copies of ``load_multiplier``, not its whole length;
 * ``[[streams]]``: handshakes (one per connection, plus one per session, drop and
   scheduled blip) and the deliveries of the published events to each connection;
 * requests queued for an HTTP/2 stream (:func:`_queued`): a client's pool to one
@@ -23,10 +27,10 @@ and a trace source's rows stay whole in memory (in the parent and in each worker
   and never drains), plus one block of a ``block`` source whose bursts exceed K.
   Every queued request stays in memory until it is sent.
 
-Memory is ``BASE_BYTES + attempts * BYTES_PER_ATTEMPT + trace rows * BYTES_PER_TRACE_ROW
-+ queued * BYTES_PER_QUEUED``
-(times the copies, one per worker process, for the trace rows and the base of each
-worker), with figures measured by ``benchmarks/bench_memory.py``. :func:`check` refuses (a
+Memory is ``BASE_BYTES + attempts * BYTES_PER_ATTEMPT + held trace rows *
+BYTES_PER_TRACE_ROW + queued * BYTES_PER_QUEUED`` (times the copies, one per worker
+process, for the held trace rows and the base of each worker), with figures measured by
+``benchmarks/bench_memory.py``. :func:`check` refuses (a
 :class:`~sim.core.errors.CapsimError`, exit code 2) a run whose estimate, one attempt per
 request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 ``--max-requests`` / ``max_requests`` limit; retries can multiply the attempts by up to
@@ -58,8 +62,9 @@ BYTES_PER_ATTEMPT = 40
 """Peak bytes one attempt of a tier costs while that tier's summary is computed (one tier
 at a time); was 64 per attempt and tier, unmeasured, with every tier's latencies kept."""
 BYTES_PER_TRACE_ROW = 500
-"""Peak bytes a trace source's row costs: the trace stays whole in memory (as the whole
-demand did, when this figure was measured at 500 per request), once per process."""
+"""Peak bytes a trace row held in memory costs, once per process: a streamed trace holds
+a row group (or the row groups that overlap in time) at a time; the figure is the one
+measured when the whole demand was held (500 per request), kept as a bound."""
 BASE_BYTES = 350 * 2**20
 """Interpreter, libraries and a run's fixed part (measured 292-327 MiB above)."""
 WORKER_BYTES = 200 * 2**20
@@ -84,6 +89,7 @@ class SourceSize:
     requests: float  # logical requests, or websocket handshakes for "streams"
     max_attempts: int  # attempts one request can take with retries
     deliveries: float = 0.0  # websocket events delivered to the source's connections
+    held: float = 0.0  # trace rows in memory at once (row groups read together x copies)
     queued: float = 0.0  # requests waiting for an HTTP/2 stream at once, at most
 
 
@@ -117,7 +123,7 @@ class SizeEstimate:
 
     def bytes_needed(self, retries: bool = False) -> float:
         """Peak memory, with one attempt per request or (``retries``) every retry."""
-        rows = sum(s.requests for s in self.sources if s.kind == "trace")
+        rows = sum(s.held for s in self.sources if s.kind == "trace")
         attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
         workers = min(self.jobs, self.tiers) if self.jobs > 1 else 0
         return (BASE_BYTES + workers * WORKER_BYTES + rows * BYTES_PER_TRACE_ROW * (1 + workers)
@@ -133,7 +139,13 @@ class SizeEstimate:
             text += f" and {_num(self.deliveries)} websocket deliveries"
         if self.queued:
             text += f", up to {_num(self.queued)} waiting for an HTTP/2 stream at once"
-        return text + f" on {self.tiers} tier(s)"
+        text += f" on {self.tiers} tier(s)"
+        for s in self.sources:
+            if s.kind == "trace":
+                text += (f"; trace {s.name!r} is read a row group at a time, counted as "
+                         f"{_num(s.held)} row(s) in memory at once, not its "
+                         f"{_num(s.requests)}")
+        return text
 
 
 def estimate(loaded: LoadedScenario, jobs: int = 1) -> SizeEstimate:
@@ -147,7 +159,8 @@ def estimate(loaded: LoadedScenario, jobs: int = 1) -> SizeEstimate:
         elif src.workers is not None:
             sizes.append(SourceSize(src.name, "workers", _workers(sc, src), attempts))
         else:
-            sizes.append(SourceSize(src.name, "trace", _trace_rows(loaded, src, i), attempts))
+            rows, held = _trace_rows(loaded, src, i)
+            sizes.append(SourceSize(src.name, "trace", rows, attempts, held=held))
     queued = _queued(sc, sizes)
     sizes = [replace(s, queued=queued.get(i, 0.0)) for i, s in enumerate(sizes)]
     sizes += _streams(sc)
@@ -222,18 +235,25 @@ def _workers(sc: Scenario, src: Source) -> float:
     return src.workers.count * (sc.duration_s / cycle + 1)
 
 
-def _trace_rows(loaded: LoadedScenario, src: Source, index: int) -> float:
+def _trace_rows(loaded: LoadedScenario, src: Source, index: int) -> tuple[float, float]:
+    """``(requests, rows held at once)`` of a trace source: every row of the file times
+    ``load_multiplier``; held, the rows of the largest set of row groups that overlap in
+    time (what :class:`~sim.traces.replay.ReplayStream` reads together) times the copies."""
     import pyarrow.parquet as pq
 
+    from ..traces.replay import max_overlap_rows, row_group_ranges
     from .replay_source import trace_path
 
     try:
-        rows = pq.ParquetFile(trace_path(src, index, loaded.path)).metadata.num_rows
+        with pq.ParquetFile(trace_path(src, index, loaded.path)) as pf:
+            rows = pf.metadata.num_rows
+            held = max_overlap_rows(row_group_ranges(pf))
     except CapsimError:
         raise
     except Exception:  # not a readable Parquet file: the trace loader says why
-        return 0.0
-    return rows * src.replay.load_multiplier
+        return 0.0, 0.0
+    k = src.replay.load_multiplier
+    return rows * k, held * max(1, math.ceil(k))
 
 
 def _streams(sc: Scenario) -> list[SourceSize]:

@@ -87,8 +87,17 @@ def test_a_killed_worker_is_a_clear_error():
 
 
 def test_a_har_too_large_for_memory(tmp_path, monkeypatch):
+    """HAR entries are streamed; a file the streaming parser refuses is read whole, and
+    that can run out of memory."""
+    import ijson
+
     def exhausted(*a, **k):
         raise MemoryError
+
+    def refused(*a, **k):
+        raise ijson.JSONError("refused")
+
+    monkeypatch.setattr("sim.traces.formats_har._has_entries", refused)
     monkeypatch.setattr("sim.traces.formats_har.json.load", exhausted)
     r = cli("trace", "import", SAMPLES / "sample.har", "--out", tmp_path / "t.parquet")
     clean_error(r, str(SAMPLES / "sample.har"), "too large to load")

@@ -11,10 +11,15 @@ by slices of an arbitrary length.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
+from crafted_traces import KEY, write_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from replay_reference import reference_demand, reference_notes_and_tables
 from test_replay_model import _trace
 from whole_demand import whole_demand
 
@@ -31,6 +36,7 @@ from sim.config.resolved import validate
 from sim.config.selection import load_scenario
 from sim.core.rng import stream
 from sim.core.vocabulary import SIZE_METHOD
+from sim.traces.importers import import_trace
 from sim.workload.arrivals import ArrivalStream, arrival_count, arrival_times
 from sim.workload.demand import RequestDrawer, build_plan
 
@@ -93,8 +99,10 @@ def _assert_same_demand(plan, slice_s):
     assert len(whole) == 1
     blocks = list(plan.demand_blocks(slice_s=slice_s))
     assert len(blocks) > 1
+    n_slices = int(np.ceil(plan.scenario.duration_s / slice_s))
+    edges = np.arange(1, n_slices) * slice_s  # slice k is [edges[k-1], edges[k])
     for b in blocks:  # each block holds one slice of the run
-        assert int(b.t[0] // slice_s) == int(min(b.t[-1], plan.scenario.duration_s) // slice_s)
+        assert np.searchsorted(edges, b.t[0], "right") == np.searchsorted(edges, b.t[-1], "right")
     for c in COLUMNS:
         got = np.concatenate([getattr(b, c) for b in blocks])
         np.testing.assert_array_equal(got, getattr(whole[0], c), err_msg=c)
@@ -119,3 +127,104 @@ def test_a_trace_source_is_handed_out_by_slices_too(tmp_path):
     plan = build_plan(validate(raw, "test"))
     _assert_same_demand(plan, 60.0)
     assert int((whole_demand(plan).source == 0).sum()) == len(df)
+
+
+# --- a trace source streamed from its file ------------------------------------------
+
+SHIPPED = Path(__file__).resolve().parents[3] / "workloads" / "traces"
+REPLAY_OPTIONS = {
+    "plain": {},
+    "copies": {"speed": 3.0, "load_multiplier": 2.5, "phase_shift_s": 7.0},
+    "thinned": {"load_multiplier": 0.6, "drop_recorded_retries": False,
+                "time_range_s": [30.0, 400.0]},
+    "mapped": {"method_map": {"*": "svc_call"}, "load_multiplier": 3},
+}
+
+
+@pytest.fixture(scope="module")
+def shipped_traces(tmp_path_factory):
+    """The shipped traces as canonical files, one of them in 19 row groups."""
+    folder = tmp_path_factory.mktemp("shipped")
+    out = {"sample.parquet": SHIPPED / "sample.parquet"}
+    for name in ("sample.csv", "sample.jsonl", "sample.har", "sample-rpc.log",
+                 "sample-size.log", "calibration-sample.csv"):
+        out[name] = folder / f"{name}.parquet"
+        import_trace(SHIPPED / name, out[name])
+    out["groups"] = folder / "groups.parquet"
+    import_trace(SHIPPED / "calibration-sample.csv", out["groups"], chunk_rows=97)
+    return out
+
+
+def _replay_plan(trace, replay: dict, duration=900, synthetic=False):
+    sources = [{"name": "rec", "key": "k1", "trace": str(trace), "replay": replay}]
+    if synthetic:
+        sources.append({"name": "synthetic", "key": "k1",
+                        "arrival": {"process": "poisson", "rate": 2.0}})
+    raw = {"name": "replay", "duration": duration, "seed": 11, "tiers": [],
+           "account": {"keys": ["k1"]}, "sources": sources}
+    return build_plan(validate(raw, "test"))
+
+
+def _assert_as_in_memory(plan):
+    """The streamed plan holds what the whole trace loaded in memory gave."""
+    notes, traces, extra, keys = reference_notes_and_tables(plan.loaded)
+    assert [n for n in plan.notes if n in notes] == notes
+    assert set(extra) <= set(plan.tables.methods)
+    assert set(keys) <= set(plan.tables.key_pseudonyms)
+    whole = whole_demand(plan)
+    ref = reference_demand(plan, 0)
+    mine = whole.source == 0
+    assert int(mine.sum()) == len(ref[0])
+    for name, col in zip(COLUMNS, ref, strict=True):
+        np.testing.assert_array_equal(getattr(whole, name)[mine], col, err_msg=name)
+
+
+@pytest.mark.parametrize("option", list(REPLAY_OPTIONS))
+@pytest.mark.parametrize("name", ["sample.parquet", "sample.csv", "sample.jsonl", "sample.har",
+                                  "sample-rpc.log", "sample-size.log",
+                                  "calibration-sample.csv", "groups"])
+def test_a_shipped_trace_streams_as_it_replayed_in_memory(shipped_traces, name, option):
+    plan = _replay_plan(shipped_traces[name], REPLAY_OPTIONS[option],
+                        synthetic=option == "mapped")
+    _assert_as_in_memory(plan)
+    _assert_same_demand(plan, 1.7)  # the samples span a minute or more
+
+
+def _crafted_rows(seed: int, n: int, order: str) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, 700, n)
+    if order != "shuffled":
+        t = np.sort(t)
+    if order == "jittered":  # a few seconds out of order, across row groups
+        t = t + rng.uniform(0, 5, n)
+    t = np.round(t, 1)  # equal times: the file's order decides
+    rows = []
+    for i in range(n):
+        sizing = rng.random() < 0.3
+        row = {"t": float(t[i]), "key": str(rng.choice([KEY, "a81c5e0f9b2d47c6813e7f0a5c9d2b64"])),
+               "status": int(rng.choice([200, 200, 434, -32005])),
+               "region": str(rng.choice(["eu", "us"])) if rng.random() < 0.8 else None}
+        if sizing:
+            row.update(api="search", method=SIZE_METHOD, items=int(rng.integers(1, 3)))
+            if rng.random() < 0.5:
+                row["profiles"] = ",".join(["fast"] * row["items"])
+        else:
+            row.update(method=str(rng.choice(["svc_call", "eth_getLogs", "svc_pendingBlock"])))
+            if rng.random() < 0.7:
+                row["cu"] = float(rng.choice([1.0, 20.0]))
+        if rng.random() < 0.6:
+            row["body_hash"] = f"{int(rng.integers(0, 5)):016x}"
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("order", ["sorted", "jittered", "shuffled"])
+@pytest.mark.parametrize("option", list(REPLAY_OPTIONS))
+def test_a_crafted_trace_in_many_row_groups_streams_as_in_memory(tmp_path, order, option):
+    rows = _crafted_rows(7, 1500, order)
+    trace = write_trace(tmp_path / "t.parquet", rows, chunk_rows=113)
+    assert pq.ParquetFile(trace).metadata.num_row_groups == 14
+    plan = _replay_plan(trace, REPLAY_OPTIONS[option], duration=600)
+    _assert_as_in_memory(plan)
+    _assert_same_demand(plan, 60.0)
+    _assert_same_demand(plan, 7.3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from scenarios import poisson_source, scenario_text, write_scenario
@@ -194,3 +195,45 @@ arrival = { process = "poisson", rate = 10 }
 def test_available_memory_is_read_from_the_system():
     avail = size_estimate.available_memory_bytes()
     assert avail is None or avail > 0
+
+
+def _trace_scenario(tmp_path, t, chunk_rows, k=1.0):
+    from crafted_traces import write_trace
+
+    trace = write_trace(tmp_path / "t.parquet", [{"t": float(x)} for x in t],
+                        chunk_rows=chunk_rows)
+    raw = {"name": "replay", "duration": 3600, "tiers": ["RPC"], "account": {"keys": ["k"]},
+           "sources": [{"name": "rec", "key": "k", "trace": str(trace),
+                        "replay": {"load_multiplier": k}}]}
+    return validate(raw, "test")
+
+
+@pytest.mark.parametrize("k", [1.0, 2.5])
+def test_a_trace_in_time_order_counts_one_row_group_in_memory(tmp_path, k):
+    loaded = _trace_scenario(tmp_path, range(1000), chunk_rows=100, k=k)  # 10 groups
+    size = estimate(loaded)
+    (src,) = size.sources
+    assert (src.requests, src.held) == (1000 * k, 100 * math.ceil(k))
+    need = size_estimate.BASE_BYTES + 100 * math.ceil(k) * size_estimate.BYTES_PER_TRACE_ROW \
+        + 1000 * k * size_estimate.BYTES_PER_ATTEMPT
+    assert size.bytes_needed() == pytest.approx(need)
+    assert "trace 'rec' is read a row group at a time" in size.describe()
+    # room for a row group but not for the whole trace at 500 bytes a row: it runs
+    whole = need + (1000 * k - 100 * math.ceil(k)) * size_estimate.BYTES_PER_TRACE_ROW
+    check(loaded, available=int((need + whole) / 2 / SAFETY_FRACTION))
+
+
+def test_a_trace_out_of_order_counts_the_row_groups_that_overlap(tmp_path):
+    t = np.random.default_rng(3).permutation(1000)  # every group spans the whole trace
+    size = estimate(_trace_scenario(tmp_path, t, chunk_rows=100))
+    assert size.sources[0].held == 1000
+    # the first two groups overlap the third only: 200 rows at once
+    t = np.concatenate([np.arange(0, 100), np.arange(200, 300), np.arange(150, 250),
+                        np.arange(400, 500)])
+    assert estimate(_trace_scenario(tmp_path, t, chunk_rows=100)).sources[0].held == 200
+
+
+def test_a_too_large_trace_says_what_it_holds(tmp_path):
+    loaded = _trace_scenario(tmp_path, range(1000), chunk_rows=100)
+    with pytest.raises(CapsimError, match="read a row group at a time, counted as 100 row"):
+        check(loaded, available=size_estimate.BASE_BYTES)

@@ -1,0 +1,133 @@
+"""HAR entries streamed from the file (ijson) give what loading the file whole gave: the
+same rows, the same report and the same errors, at ``log.entries[N]`` locations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ijson
+import pyarrow.parquet as pq
+import pytest
+
+from sim.core.errors import CapsimError
+from sim.traces import formats_har
+from sim.traces.importers import import_trace
+
+ROOT = Path(__file__).resolve().parents[3]
+HARS = [ROOT / "workloads" / "traces" / "sample.har", ROOT / "tests" / "fixtures" /
+        "provider-chrome.har", ROOT / "tests" / "fixtures" / "polly-provider.har"]
+KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"
+
+
+def _whole(monkeypatch):
+    """Make the streaming parser refuse every file, so each is read whole (json.load)."""
+    def refuse(path):
+        raise ijson.JSONError("refused")
+
+    monkeypatch.setattr(formats_har, "_has_entries", refuse)
+
+
+def _import(src, out, **kw):
+    try:
+        report = import_trace(src, out, **kw)
+    except CapsimError as err:
+        return err.render()
+    table = pq.read_table(out)
+    return (table.replace_schema_metadata(None), table.schema.metadata, report.rows,
+            report.skipped_by_reason, report.skipped_examples, report.ignored,
+            report.deviations, report.unmapped_hosts, report.distinct_keys)
+
+
+def _entry(i: int, **over) -> dict:
+    body = {"jsonrpc": "2.0", "id": i, "method": "eth_call", "params": []}
+    entry = {"startedDateTime": f"2024-05-01T12:00:{i % 60:02d}.000Z", "time": 12.5,
+             "request": {"method": "POST", "url": f"https://rpc.eu-west-1.example.com/v1/{KEY}",
+                         "headers": [{"name": "Content-Type", "value": "application/json"}],
+                         "postData": {"mimeType": "application/json", "text": json.dumps(body)}},
+             "response": {"status": 200, "headers": [],
+                          "content": {"text": json.dumps({"jsonrpc": "2.0", "id": i,
+                                                          "result": "0x1"})}}}
+    entry.update(over)
+    return entry
+
+
+def _write(path: Path, entries: list, text: str | None = None) -> Path:
+    path.write_text(text if text is not None else json.dumps(
+        {"log": {"version": "1.2", "creator": {"name": "t"}, "pages": [],
+                 "entries": entries}}))
+    return path
+
+
+CRAFTED = {
+    "entries": [_entry(i) for i in range(30)],
+    "bad entries": [_entry(0), _entry(1, request=5), _entry(2, startedDateTime="never"),
+                    7, _entry(4, response={"status": 434, "headers": [], "content": {}})],
+}
+
+
+@pytest.mark.parametrize("on_invalid", ["error", "skip"])
+@pytest.mark.parametrize("name", [p.name for p in HARS] + list(CRAFTED))
+def test_streamed_har_imports_as_the_whole_file(tmp_path, monkeypatch, name, on_invalid):
+    src = next((p for p in HARS if p.name == name), None)
+    if src is None:
+        src = _write(tmp_path / "t.har", CRAFTED[name])
+    streamed = _import(src, tmp_path / "a.parquet", on_invalid=on_invalid, chunk_rows=7)
+    _whole(monkeypatch)
+    whole = _import(src, tmp_path / "b.parquet", on_invalid=on_invalid, chunk_rows=7)
+    if isinstance(whole, str):
+        assert streamed == whole.replace("b.parquet", "a.parquet")
+        return
+    assert streamed[0].equals(whole[0])
+    assert streamed[1:] == whole[1:]
+
+
+def test_error_locations_name_the_entry(tmp_path):
+    src = _write(tmp_path / "t.har", [_entry(0), _entry(1), _entry(2, startedDateTime="x")])
+    with pytest.raises(CapsimError) as err:
+        import_trace(src, tmp_path / "t.parquet")
+    assert err.value.field.startswith("log.entries[2].")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"log": {"entries": [', "expected a JSON document"),
+    ('{"log": {"entries": []}} trailing', "expected a JSON document"),
+    ('{"log": {"pages": []}}', "expected an array"),
+    ('[1, 2]', "expected an array"),
+])
+def test_not_har_files_are_refused_as_before(tmp_path, text, message):
+    src = _write(tmp_path / "t.har", [], text)
+    with pytest.raises(CapsimError, match=message):
+        import_trace(src, tmp_path / "t.parquet")
+
+
+def test_json_the_streaming_parser_refuses_is_read_whole_up_to_a_size(tmp_path, monkeypatch):
+    """NaN is JSON to json.load, not to ijson: such a file is read whole, as before; past
+    WHOLE_BYTES it is refused without being loaded."""
+    text = json.dumps({"log": {"entries": [_entry(0, time=float("nan")), _entry(1)]}})
+    src = _write(tmp_path / "t.har", [], text)
+    assert import_trace(src, tmp_path / "a.parquet").rows == 2
+    monkeypatch.setattr(formats_har, "WHOLE_BYTES", 100)
+
+    def no_load(*a):
+        raise AssertionError("loaded whole")
+
+    monkeypatch.setattr(formats_har, "load_har", no_load)
+    with pytest.raises(CapsimError, match="expected a JSON document"):
+        import_trace(src, tmp_path / "b.parquet")
+
+
+def test_entries_are_parsed_one_at_a_time(tmp_path, monkeypatch):
+    """Each pass holds one entry: the parser yields entries while the file is read."""
+    src = _write(tmp_path / "t.har", [_entry(i) for i in range(200)])
+    seen = []
+    stream = formats_har._stream_entries
+
+    def spy(path):
+        for entry in stream(path):
+            seen.append(entry["request"]["postData"]["text"])
+            yield entry
+
+    monkeypatch.setattr(formats_har, "_stream_entries", spy)
+    assert import_trace(src, tmp_path / "t.parquet").rows == 200
+    assert len(seen) == 400  # two passes, entry by entry
