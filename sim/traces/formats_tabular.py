@@ -509,7 +509,9 @@ def _jsonl_merge(pieces: list[tuple[dict[str, pa.Array], np.ndarray]], roles: li
         if kinds == {"int64"} and not (role in _INTEGER_ROLES and _beyond_text(parts)):
             raw[role] = pa.concat_arrays([a.cast(pa.int64()) for a in parts])
         elif kinds <= {"int64", "double"} and role in _NUMBER_ROLES:
-            raw[role] = pa.concat_arrays([a.cast(pa.float64()) for a in parts])
+            # unsafe: an integer beyond 2**53 rounds to the nearest double, as float()
+            # of the same JSON number does line by line (a safe cast raised)
+            raw[role] = pa.concat_arrays([a.cast(pa.float64(), safe=False) for a in parts])
         else:
             raw[role] = pa.concat_arrays([_as_texts(a) for a in parts])
     if "time_ns" not in raw and "time_s" not in raw:

@@ -248,7 +248,9 @@ class _Chunk:
         if self.is_text(role):
             values, ok = _per_value(self.text(role), _parse_floats)
         else:
-            values = _np(pc.fill_null(self.raw[role].cast(pa.float64()), 0.0))
+            # unsafe: an integer beyond 2**53 rounds to the nearest double, as Python's
+            # float() of the same JSON number does (a safe cast raised ArrowInvalid)
+            values = _np(pc.fill_null(self.raw[role].cast(pa.float64(), safe=False), 0.0))
             ok = np.ones(n, dtype=bool)
         ok &= np.isfinite(values) & (values >= 0)
         self.mark(role, present & ~ok)

@@ -86,6 +86,24 @@ def test_arrow_blocks_read_as_json_loads_line_by_line(body, on_invalid, chunk_ro
     assert fast[2:] == slow[2:]
 
 
+@pytest.mark.parametrize(("chunk_rows", "block"), [(1, 97), (3, 97), (500, 1 << 16)])
+def test_an_integer_beyond_two_to_the_53_in_a_number_column(chunk_rows, block):
+    """Found by the property above: a number column holding an integer beyond 2**53 beside
+    floats (or alone) raised ArrowInvalid from a safe int -> double cast; line by line it
+    is the nearest double."""
+    body = [json.dumps({"time_ns": T0, "api": "rpc", "method": "svc_call", "key": KEY}),
+            json.dumps({"time_ns": T0, "api": "rpc", "method": "svc_call", "key": KEY,
+                        "cu": 0.0}),
+            json.dumps({"time_ns": None, "api": "rpc", "method": "svc_call", "key": KEY,
+                        "cu": 1714564800000000000})]
+    data = ("\n".join(body) + "\n").encode()
+    for on_invalid in ("error", "skip"):
+        fast = _import(data, on_invalid, True, chunk_rows, block)
+        slow = _import(data, on_invalid, False, chunk_rows, block)
+        assert fast[0] == slow[0]
+        assert fast == slow if fast[0] == "error" else fast[1].equals(slow[1])
+
+
 def test_a_clean_file_takes_the_arrow_path(tmp_path, monkeypatch):
     """Not every block falls back: a clean file never reads a line with json.loads."""
     rows = [{"time_ns": T0 + i, "api": "rpc", "method": "svc_call", "key": KEY,
