@@ -5,6 +5,8 @@ The replay uses :class:`sim.policy.admission.Admission` -- the simulator's limit
 websocket slot pool and account connection limits, asked in the model's order -- at
 the times the *client* recorded (``time_ns``, the send time), so what is measured is
 how well the model, given only what a client sees, predicts what the service decided.
+The walk in time order, its settles and the scheduled closes are the shared
+:class:`~sim.calibration.replay_core.Timeline` (calibration's replay walks the same one).
 Per attempt it needs the method, the key (its pseudonym), sizing profiles, and for
 refunds the settled CU (``cu``) and the latency (the settle is placed at send time +
 latency). A ``capsim drive`` sidecar (:mod:`sim.live.record`) adds what the canonical
@@ -25,7 +27,6 @@ alignment) reached a window the client cannot tell: it is replayed at its decisi
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from ..core.vocabulary import (
 from ..policy.admission import Admission
 from ..policy.slots import mean_stale_expiry_s
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
+from .replay_core import FIRST, RECORDED, Timeline
 
 
 @dataclass
@@ -127,7 +129,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
     t_server = np.full(n, math.nan)
     t_reach = t.copy()  # when the attempt reached the service, as far as the client knows
     source = np.array([""] * n, dtype=object)
-    events: list[tuple[float, int, int, str, dict]] = []  # (t, priority, seq, kind, info)
+    recorded_events: list = []  # the sidecar's closes and publishes, in its order
     if side is not None:
         rows = side[side["row"] >= 0]
         idx = rows["row"].to_numpy()
@@ -146,9 +148,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
             t_reach[idx[known]] = t_server[idx][known]
         source[idx] = rows["source"].to_numpy()
         h2[idx[rows["kind"].to_numpy() == "handshake"]] = True
-        for k, r in enumerate(side[side["row"] < 0].itertuples()):
-            events.append((r.t_s, 1, n + k, r.kind, {"stream": r.stream, "close": r.close,
-                                                     "conn": int(r.conn)}))
+        recorded_events = list(side[side["row"] < 0].itertuples())
     adm = Admission(loaded, tier)
     keys_ok = {pseudonym(k) for k in sc.account_list[0].keys}
     pricing = loaded.pricing
@@ -179,32 +179,23 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         ambiguous = np.floor(lo / WINDOW_S) != np.floor(hi / WINDOW_S)
         moved = ambiguous & ~np.isnan(t_server)
         t_reach[moved] = t_server[moved]
-    for i in np.argsort(t_reach, kind="stable"):
-        events.append((t_reach[i], 2, int(i), "attempt", {"i": int(i)}))
-    heapq.heapify(events)
+    timeline = Timeline(adm.limiter, adm.slots)
+    ws_live: dict[int, bool] = {}
+
+    def closed(now: float, conn_id: int, clean: bool) -> None:
+        # Only a connection the model admitted holds a slot the model can free.
+        if ws_live.pop(conn_id, None) is not None:
+            adm.websocket_closed(now, clean=clean, stale_expiry_s=expiry)
+
+    for r in recorded_events:
+        if r.kind == "close":
+            timeline.at(r.t_s, RECORDED, closed, int(r.conn), r.close != "unclean")
+        elif r.kind == "publish":
+            timeline.at(r.t_s, RECORDED, adm.publish, r.stream)
     refused: set[int] = set()
     unasked: set[int] = set()
-    ws_live: dict[int, bool] = {}
     result = Comparison()
-    seq = 2 * n + len(events)
-    while events:
-        now, _, _, kind, info = heapq.heappop(events)
-        if kind == "settle":
-            adm.settle(now, info["decision"])
-            continue
-        if kind == "conn-close":
-            adm.connection_closed(now)
-            continue
-        if kind == "close":
-            # Only a connection the model admitted holds a slot the model can free.
-            if ws_live.pop(info["conn"], None) is not None:
-                adm.websocket_closed(now, clean=info["close"] != "unclean",
-                                     stale_expiry_s=expiry)
-            continue
-        if kind == "publish":
-            adm.publish(now, info["stream"])
-            continue
-        i = info["i"]
+    for i, now in timeline.walk(np.argsort(t_reach, kind="stable").tolist(), t_reach):
         method = methods[i]
         key_ok = keys[i] in keys_ok
         if method in WEBSOCKET_METHODS:
@@ -228,8 +219,7 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
                     end, src = last_end.get(c, (now, ""))
                     http = idle.get(src)
                     hold = 0.0 if http is None or not http.reuse else http.idle_timeout_s
-                    seq += 1
-                    heapq.heappush(events, (end + hold, 0, seq, "conn-close", {}))
+                    timeline.at(end + hold, FIRST, adm.connection_closed)
                 else:
                     refused.add(c)
             if c in refused and headers_ok:
@@ -239,10 +229,9 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
                 d = adm.request(now, method, key_ok=key_ok, h2_sni=bool(h2[i]),
                                 reserve_cu=reserve, actual_cu=actual,
                                 api=str(tab["api"].iat[i]))
-                if d.ticket is not None and reserve != actual:
-                    seq += 1
+                if d.ticket is not None:
                     lat = latency[i] if latency[i] == latency[i] else 0.0
-                    heapq.heappush(events, (now + lat, 0, seq, "settle", {"decision": d}))
+                    timeline.settle_at(now + lat, *d.ticket)
             recorded = HTTP_STATUS_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
         if recorded is None:
             result.unmodelled += 1

@@ -24,7 +24,6 @@ trace's first request.
 
 from __future__ import annotations
 
-import heapq
 import math
 import os
 from collections import Counter
@@ -39,8 +38,10 @@ from ..config.tiers import Tier
 from ..core.vocabulary import WINDOW_S
 from ..policy.limiter import NO_ALLOWANCE, OK, THROTTLED
 from ..policy.limiters import make_limiter
+from ..policy.slots import SlotPool
 from .costs import CostModel, build_cost_model
 from .recorded import CLASSES, KIND_SIZE, KIND_WS, Recorded, load_recorded
+from .replay_core import Timeline
 
 _CLASS_OF = {OK: "ok", THROTTLED: "throttled", NO_ALLOWANCE: "402"}
 
@@ -125,63 +126,43 @@ def window_shift(rec: Recorded, settings: LimiterSettings) -> float | None:
 
 
 def replay(rec: Recorded, reserve: np.ndarray, settle: np.ndarray, account: Account,
-           settings: LimiterSettings, *, forced: bool = False) -> np.ndarray:
-    """The predicted class of every row (``""`` for rows not replayed); the core loop.
+           settings: LimiterSettings) -> np.ndarray:
+    """The predicted class of every row (``""`` for rows not replayed).
 
     ``reserve`` and ``settle`` are each row's CU (NaN: a price the pricing lacks, the
-    row is not replayed). ``forced`` books CU as the service *observed* (a row holds CU
-    when it was observed admitted and fits), so each prediction is judged on the recorded
-    history instead of on earlier predictions: the fit's score, where one early miss
-    would otherwise shift every later decision of its window.
+    row is not replayed). The walk, settles and slot releases are the shared
+    :class:`~sim.calibration.replay_core.Timeline`'s; only rows the CU window decided
+    are replayed, through the limiter and the slot pool alone.
     """
     n = len(rec)
     limiter = make_limiter(account.budget_cu, settings,
                            daily_allowance_cu=account.daily_allowance_cu,
                            day_offset_s=rec.utc_day_offset_s)
+    slots = SlotPool(account.ws_cap)
+    timeline = Timeline(limiter, slots)
     out = np.full(n, "", dtype=object)
     skip = (rec.observed == "other") | np.isnan(reserve)
-    settles: list[tuple[float, int, object, float, float]] = []
-    slots: list[float] = []  # end times of held websocket slots
-    t_all, kind, latency = rec.t_s, rec.kind, rec.latency_s
-    reserve_l, settle_l, skip_l = reserve.tolist(), settle.tolist(), skip.tolist()
-    for i in range(n):
-        if skip_l[i]:
-            continue
-        now = t_all[i]
-        while settles and settles[0][0] <= now:
-            at, _, booked, cost, actual = heapq.heappop(settles)
-            limiter.settle(at, booked, cost, actual)
+    kind, latency = rec.kind, rec.latency_s
+    reserve_l, settle_l = reserve.tolist(), settle.tolist()
+    for i, now in timeline.walk(np.flatnonzero(~skip).tolist(), rec.t_s):
         cost = reserve_l[i]
+        lat = latency[i]
         if kind[i] == KIND_WS:
-            while slots and slots[0] <= now:
-                heapq.heappop(slots)
-            if len(slots) >= account.ws_cap:
+            if not slots.acquire(now)[0]:
                 out[i] = "435"
-                if not (forced and rec.observed[i] == "ok"):
-                    continue
-            if forced:
-                if out[i] == "":
-                    out[i] = "throttled" if cost > limiter.available(now) else "ok"
-                if rec.observed[i] != "ok":
-                    continue
+                continue
             res = limiter.spend(now, cost)
-            if not forced:
-                out[i] = _CLASS_OF.get(int(res), "other")
-            if res == OK:
-                lat = latency[i]
-                heapq.heappush(slots, now + lat if lat == lat else math.inf)
+            out[i] = _CLASS_OF.get(int(res), "other")
+            if res == OK:  # held for the connection's recorded life (to the end if none)
+                timeline.release_slot_at(now + lat if lat == lat else math.inf)
+            else:
+                slots.release_clean(now)
             continue
         actual = settle_l[i]
-        if forced:
-            out[i] = "throttled" if cost > limiter.available(now) * (1 + 1e-9) else "ok"
-            if rec.observed[i] != "ok":
-                continue
         res = limiter.reserve(now, cost, actual)
-        if not forced:
-            out[i] = _CLASS_OF.get(int(res), "other")
-        if res == OK and cost > 0 and actual != cost:
-            lat = latency[i]
-            heapq.heappush(settles, (now + (lat if lat == lat else 0.0), i, res, cost, actual))
+        out[i] = _CLASS_OF.get(int(res), "other")
+        if res == OK:
+            timeline.settle_at(now + (lat if lat == lat else 0.0), res, cost, actual)
     return out
 
 
