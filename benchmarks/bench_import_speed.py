@@ -32,19 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import peak_rss_mib as _peak_mib
+
 HERE = Path(__file__).resolve().parent
 KEYS = [f"{i:02d}" + "3f9a2c71d04e4b8e9a6c15f2b7d08e"[:30] for i in range(20)]
-
-
-def _peak_mib() -> float:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 # -- inputs --------------------------------------------------------------------------

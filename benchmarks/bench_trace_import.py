@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -29,26 +28,11 @@ import time
 from pathlib import Path
 
 from results import add_json_option, write
+from results import peak_rss_mib as _rss_mib
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
-
-def _rss_mib() -> float:
-    """Peak RSS of this process in MiB.
-
-    VmHWM (Linux) belongs to this process image alone; ru_maxrss would also count the
-    parent's memory at fork time, since Linux keeps it across fork and exec.
-    """
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def generate(path: Path, rows: int, time_format: str, chunk: int = 1_000_000) -> None:

@@ -69,3 +69,21 @@ def write(path: str, name: str, figures: dict[str, Any], *,
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     print(f"figures written to {out}")
+
+
+def peak_rss_mib() -> float:
+    """Peak RSS of this process in MiB.
+
+    VmHWM (Linux) belongs to this process image alone; ru_maxrss would also count the
+    parent's memory at fork time, since Linux keeps it across fork and exec.
+    """
+    import resource
+
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config.key_paths import masked_override, masked_text, masked_value
+from ..config.key_paths import masked_override, masked_text, masked_value, toml_text
 from ..config.loader import _known_prefix
 from ..core.errors import CapsimError, read_user_text
 from ..core.rng import replication_seed
@@ -121,22 +121,6 @@ def _toml_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
-
-
-def toml_text(value: Any) -> str:
-    """A Python value (from a scenario's ``[[variants]]``) written as a TOML value."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_text(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_text(v)}"
-                               for k, v in value.items()) + "}"
-    return json.dumps(str(value))
 
 
 def scenario_source(scenario: str | Path | None) -> tuple[str, str]:
