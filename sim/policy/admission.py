@@ -6,11 +6,12 @@ model (:mod:`sim.model.engine`, which tabulates it per method and client at star
 :mod:`sim.model.websockets.sessions`) and :class:`Admission` all take it from here.
 
 :class:`Admission` holds one account's limiter (:func:`sim.policy.limiters.make_limiter`
-for the scenario's ``[limiter]``), websocket :class:`~sim.policy.slots.SlotPool` and
-:class:`~sim.policy.connections.AccountConnections` -- the very objects the SimPy model
-builds -- and asks them in the model's order. Time is passed in as service seconds
-(``now``); nothing here sleeps or does I/O, so the emulator and the trace comparison
-(:mod:`sim.calibration.agreement`) share it.
+for the scenario's ``[limiter]``, or calibration's trial settings), websocket
+:class:`~sim.policy.slots.SlotPool` and :class:`~sim.policy.connections.AccountConnections`
+-- the very objects the SimPy model builds -- and asks them in the model's order. Time is
+passed in as service seconds (``now``); nothing here sleeps or does I/O, so the emulator
+and the replay of recorded traces (:mod:`sim.calibration.replay_core`: calibration and
+the agreement check) share it.
 
 Along a timeline (tier "RPC", 4,000 CU per 12 s; ``svc_call`` costs 20 CU)::
 
@@ -26,7 +27,7 @@ request is refused with 430 when its connection was refused, then 421 (RPC or ``
 /v1/size`` without HTTP/2 and SNI), 401 (unknown key), 402 (API outside the tier), then
 the limiter (oversized, 402 for the daily allowance, 434 / -32005 for the window). A
 connection is the account's from its first request that passes 421 and 401: the emulator
-(:mod:`sim.live.app`) and the trace comparison (:mod:`sim.calibration.agreement`) decide
+(:mod:`sim.live.app`) and the trace replay (:mod:`sim.calibration.replay_core`) decide
 those from the headers before calling :meth:`Admission.connection_opened`, so a connection
 that never presents a valid key counts against no limit; the SimPy model, whose sources
 always hold keys it knows, opens the connection first, with the same outcomes. A handshake
@@ -37,9 +38,12 @@ the window's Retry-After, or 402).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..config.pricing import Pricing
 from ..config.resolved import LoadedScenario
+from ..config.scenario import LimiterSettings
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..core.vocabulary import (
@@ -61,7 +65,7 @@ from ..core.vocabulary import OVERSIZED as OUT_OVERSIZED
 from .connections import AccountConnections
 from .limiter import NO_ALLOWANCE, OVERSIZED, THROTTLED, Reservation
 from .limiter import OK as LIM_OK
-from .limiters import make_limiter
+from .limiters import Limiter, make_limiter
 from .slots import SlotPool
 
 _NAN = math.nan
@@ -171,30 +175,65 @@ class Decision:
 
 
 class Admission:
-    """One account's admission on tier ``tier``, configured from a loaded scenario.
+    """One account's admission on tier ``tier``: its limiter, websocket slot pool and
+    connection limits, asked in the service's order (:data:`ORDER`).
 
-    ``publish_cu`` maps each stream to the CU a delivery spends (0: unbilled),
-    ``connect_cu`` is a handshake's cost; both come from the scenario's pricing.
+    Built from its parts, so that a caller with no scenario can build one (calibration's
+    replay, per fit, at trial prices): ``connect_cu`` is a handshake's cost (default: the
+    pricing's), ``publish_cu`` maps each stream to the CU a delivery spends (default: the
+    pricing's; 0: unbilled), ``method_api`` each method to its API (default: none known,
+    so only ``POST /v1/size`` needs HTTP/2 unless ``api`` is passed), ``connections`` the
+    account's connection limits (default: the spec's). :meth:`for_tier` builds the
+    limiter and slot pool a tier's account has; :meth:`for_scenario` everything from a
+    loaded scenario, as the emulator and the agreement check do.
     """
 
-    def __init__(self, loaded: LoadedScenario, tier: Tier) -> None:
+    def __init__(self, tier: Tier, pricing: Pricing, limiter: Limiter, slots: SlotPool,
+                 connections: AccountConnections | None = None, *,
+                 method_api: Mapping[str, str] | None = None,
+                 connect_cu: float | None = None,
+                 publish_cu: Mapping[str, float] | None = None) -> None:
+        self.tier = tier
+        self.pricing = pricing
+        self.limiter = limiter
+        self.slots = slots
+        self.connections = connections if connections is not None else AccountConnections()
+        self.method_api = dict(method_api or {})
+        self.connect_cu = float(pricing.websocket.connect_cu if connect_cu is None
+                                else connect_cu)
+        self.publish_cu = ({s: float(pricing.websocket.publish_cu.get(s, 0.0))
+                            for s in STREAM_API} if publish_cu is None else dict(publish_cu))
+
+    @classmethod
+    def for_tier(cls, tier: Tier, pricing: Pricing, settings: LimiterSettings, *,
+                 day_offset_s: float = 0.0, slots: SlotPool | None = None,
+                 **parts) -> Admission:
+        """The account of ``tier`` under ``pricing``: a fresh limiter of ``settings``
+        (windows of the tier's budget, the pricing's daily allowance on a UTC day that
+        starts ``day_offset_s`` before time 0), ``slots`` (default: a pool of the tier's
+        cap); ``parts`` as the constructor's."""
+        limiter = make_limiter(tier.cu_per_window, settings,
+                               daily_allowance_cu=pricing.for_tier(tier).daily_allowance_cu,
+                               day_offset_s=day_offset_s)
+        return cls(tier, pricing, limiter, SlotPool(tier.ws_cap) if slots is None else slots,
+                   **parts)
+
+    @classmethod
+    def for_scenario(cls, loaded: LoadedScenario, tier: Tier) -> Admission:
+        """The one account of ``loaded`` on ``tier``, configured from the scenario
+        (``[limiter]``, ``[ws]``, ``[http_limits]``, its methods and billed streams)."""
         sc, pricing = loaded.scenario, loaded.pricing
         if len(sc.account_list) > 1:
             raise CapsimError("the live emulator serves one account; expected [account] or "
                               "a single [[accounts]] entry", file=loaded.path, field="accounts")
-        self.tier = tier
-        self.pricing = pricing
-        self.limiter = make_limiter(
-            tier.cu_per_window, sc.limiter,
-            daily_allowance_cu=pricing.for_tier(tier).daily_allowance_cu,
-            day_offset_s=sc.day_offset_s)
-        self.slots = SlotPool(tier.ws_cap, sc.ws.retry_after_live_s)
-        self.connections = AccountConnections(sc.http_limits.max_active_connections,
-                                              sc.http_limits.max_new_connections_per_s)
-        self.method_api = {m: spec.api for m, spec in sc.methods.items()}
-        self.connect_cu = float(pricing.websocket.connect_cu)
-        self.publish_cu = {s: (float(pricing.websocket.publish_cu.get(s, 0.0))
-                               if sc.ws.source(s).billed else 0.0) for s in STREAM_API}
+        return cls.for_tier(
+            tier, pricing, sc.limiter, day_offset_s=sc.day_offset_s,
+            slots=SlotPool(tier.ws_cap, sc.ws.retry_after_live_s),
+            connections=AccountConnections(sc.http_limits.max_active_connections,
+                                           sc.http_limits.max_new_connections_per_s),
+            method_api={m: spec.api for m, spec in sc.methods.items()},
+            publish_cu={s: (float(pricing.websocket.publish_cu.get(s, 0.0))
+                            if sc.ws.source(s).billed else 0.0) for s in STREAM_API})
 
     # -- HTTP ------------------------------------------------------------------------
 
