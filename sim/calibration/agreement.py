@@ -5,8 +5,9 @@ The replay uses :class:`sim.policy.admission.Admission` -- the simulator's limit
 websocket slot pool and account connection limits, asked in the model's order -- at
 the times the *client* recorded (``time_ns``, the send time), so what is measured is
 how well the model, given only what a client sees, predicts what the service decided.
-The walk in time order, its settles and the scheduled closes are the shared
-:class:`~sim.calibration.replay_core.Timeline` (calibration's replay walks the same one).
+The walk in time order and each attempt's decision are the shared
+:func:`~sim.calibration.replay_core.decide` (calibration's replay asks the same one);
+this module builds its inputs from the trace and the sidecar, and scores its outcomes.
 Per attempt it needs the method, the key (its pseudonym), sizing profiles, and for
 refunds the settled CU (``cu``) and the latency (the settle is placed at send time +
 latency). A ``capsim drive`` sidecar (:mod:`sim.live.record`) adds what the canonical
