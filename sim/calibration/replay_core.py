@@ -90,9 +90,11 @@ class Timeline:
     def walk(self, order: Iterable[int], times: Sequence[float]) -> Iterator[tuple[int, float]]:
         """The attempts ``order`` (indices, in time order) with their times ``times[i]``,
         each after the actions due by then."""
+        heap = self._heap
         for i in order:
             now = times[i]
-            self.advance(now)
+            if heap and heap[0][0] <= now:
+                self.advance(now)
             yield i, now
 
 
@@ -156,6 +158,9 @@ class Attempts:
         return order if self.replayed is None else order[self.replayed[order]]
 
 
+_WEBSOCKET = frozenset(WEBSOCKET_METHODS)
+
+
 def _column(values: np.ndarray | None, n: int, default) -> list:
     return [default] * n if values is None else values.tolist()
 
@@ -198,10 +203,10 @@ def decide(adm: Admission, att: Attempts) -> np.ndarray:
     hostname = _column(att.hostname, n, "")
     slot_end = _column(att.slot_end_s, n, math.nan)
     conn_close = att.conn_close_s or {}
-    handshake = np.isin(att.method, WEBSOCKET_METHODS).tolist()
+    handshake = [m in _WEBSOCKET for m in method]
     refused: set[int] = set()
     unasked: set[int] = set()
-    out = np.full(n, NOT_REPLAYED, dtype=np.int8)
+    out = [NOT_REPLAYED] * n
     request, hs = adm.request, adm.handshake
     for i, now in timeline.walk(att.walk_order().tolist(), att.t_s.tolist()):
         if handshake[i]:
@@ -231,4 +236,4 @@ def decide(adm: Admission, att: Attempts) -> np.ndarray:
             lat = latency[i]
             timeline.settle_at(now + (lat if lat == lat else 0.0), *d.ticket)
         out[i] = d.outcome
-    return out
+    return np.array(out, dtype=np.int8)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..config.pricing import Pricing
 from ..config.resolved import LoadedScenario
@@ -156,12 +156,12 @@ ORDER = AdmissionOrder()
 """The service's admission order (the one instance)."""
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """An attempt's outcome (an index into :data:`~sim.core.vocabulary.OUTCOMES`).
 
     ``retry_after_s`` is the whole seconds of a ``Retry-After`` header (NaN for none);
-    ``ticket`` identifies an admitted reservation for :meth:`Admission.settle`.
+    ``ticket`` identifies an admitted reservation for :meth:`Admission.settle`. (A named
+    tuple: the replay of a recorded trace makes one per attempt, and it is cheap.)
     """
 
     outcome: int
@@ -172,6 +172,10 @@ class Decision:
     def name(self) -> str:
         """The outcome's name: ``ok``, ``434``, ``-32005``, ..."""
         return OUTCOMES[self.outcome]
+
+
+_PLAIN = tuple(Decision(o) for o in range(len(OUTCOMES)))
+"""Each outcome with no header and no ticket (immutable: shared)."""
 
 
 class Admission:
@@ -203,6 +207,9 @@ class Admission:
                                 else connect_cu)
         self.publish_cu = ({s: float(pricing.websocket.publish_cu.get(s, 0.0))
                             for s in STREAM_API} if publish_cu is None else dict(publish_cu))
+        # (method, api, key_ok, h2_sni) -> (refusal before the limiter, limiter status ->
+        # outcome): ORDER's answers for this tier, tabulated as each kind of attempt comes
+        self._http_rules: dict[tuple, tuple[int | None, tuple[int, ...]]] = {}
 
     @classmethod
     def for_tier(cls, tier: Tier, pricing: Pricing, settings: LimiterSettings, *,
@@ -249,18 +256,24 @@ class Admission:
         ``actual_cu`` are what it reserves and will settle to (0 for unbilled methods).
         """
         api = api or self.method_api.get(method, RPC)
-        refused = ORDER.http_before_limiter(needs_h2=self.needs_h2(method), h2_sni=h2_sni,
-                                            key_ok=key_ok, api_in_tier=self.tier.includes(api))
+        key = (method, api, key_ok, h2_sni)
+        rule = self._http_rules.get(key)
+        if rule is None:
+            rule = self._http_rules[key] = (
+                ORDER.http_before_limiter(needs_h2=self.needs_h2(method), h2_sni=h2_sni,
+                                          key_ok=key_ok, api_in_tier=self.tier.includes(api)),
+                ORDER.http_limiter_table(rpc=api == RPC))
+        refused, outcomes = rule
         if refused is not None:
-            return Decision(refused)
+            return _PLAIN[refused]
         lim = self.limiter
         status = lim.reserve(now, reserve_cu, actual_cu)
-        outcome = ORDER.http_limiter(status, rpc=api == RPC)
+        outcome = outcomes[status]
         if outcome == OK:
-            return Decision(OK, ticket=(status, reserve_cu, actual_cu))
+            return Decision(OK, _NAN, (status, reserve_cu, actual_cu))
         if outcome in ORDER.WINDOW_RETRY_AFTER:
             return Decision(outcome, float(lim.retry_after(now)))
-        return Decision(outcome)
+        return _PLAIN[outcome]
 
     def settle(self, now: float, decision: Decision) -> None:
         """Settle an admitted attempt to its actual CU (after its service time)."""
@@ -271,7 +284,7 @@ class Admission:
     @staticmethod
     def refused_connection() -> Decision:
         """The outcome of any request on a connection the account refused."""
-        return Decision(CONN_430)
+        return _PLAIN[CONN_430]
 
     # -- connections -----------------------------------------------------------------
 
@@ -290,17 +303,17 @@ class Admission:
         refused = ORDER.handshake_before_slots(
             key_ok=key_ok, api_in_tier=self.tier.includes(STREAM_API[stream]))
         if refused is not None:
-            return Decision(refused)
+            return _PLAIN[refused]
         ok, wait = self.slots.acquire(now)
         if not ok:
             return Decision(WS_435, float(wait))
         outcome = ORDER.handshake_connect(self.limiter.spend(now, self.connect_cu))
         if outcome == OK:
-            return Decision(OK)
+            return _PLAIN[OK]
         self.slots.release_clean(now)
         if outcome in ORDER.WINDOW_RETRY_AFTER:
             return Decision(outcome, float(self.limiter.retry_after(now)))
-        return Decision(outcome)
+        return _PLAIN[outcome]
 
     def websocket_closed(self, now: float, *, clean: bool, stale_expiry_s: float) -> None:
         """A live websocket ended: a clean close frees its slot at once, an unclean one
