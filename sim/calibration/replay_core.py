@@ -177,7 +177,8 @@ def decide(adm: Admission, att: Attempts) -> np.ndarray:
     is the account's from its first request that passes the header checks (421, 401),
     as the emulator has it -- one that never presents a valid key counts against no
     limit -- and every such request on a connection the account refused is 430. The rest
-    is :meth:`Admission.request` and :meth:`Admission.handshake`.
+    is :meth:`Admission.admit` (what :meth:`Admission.request` decides with) and
+    :meth:`Admission.handshake`.
     """
     n = len(att.t_s)
     timeline = Timeline(adm.limiter, adm.slots)
@@ -207,7 +208,7 @@ def decide(adm: Admission, att: Attempts) -> np.ndarray:
     refused: set[int] = set()
     unasked: set[int] = set()
     out = [NOT_REPLAYED] * n
-    request, hs = adm.request, adm.handshake
+    admit, rule, hs = adm.admit, adm.http_rule, adm.handshake
     for i, now in timeline.walk(att.walk_order().tolist(), att.t_s.tolist()):
         if handshake[i]:
             d = hs(now, _stream_of(method[i]), key_ok=key_ok[i])
@@ -230,10 +231,10 @@ def decide(adm: Admission, att: Attempts) -> np.ndarray:
             if c in refused and headers_ok:
                 out[i] = CONN_430
                 continue
-        d = request(now, method[i], key_ok=key_ok[i], h2_sni=h2[i], reserve_cu=reserve[i],
-                    actual_cu=actual[i], api=api[i])
-        if d.ticket is not None:
+        outcome, booked = admit(now, rule(method[i], api[i], key_ok[i], h2[i]), reserve[i],
+                                actual[i])
+        if outcome == OK:
             lat = latency[i]
-            timeline.settle_at(now + (lat if lat == lat else 0.0), *d.ticket)
-        out[i] = d.outcome
+            timeline.settle_at(now + (lat if lat == lat else 0.0), booked, reserve[i], actual[i])
+        out[i] = outcome
     return np.array(out, dtype=np.int8)

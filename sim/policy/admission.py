@@ -248,14 +248,12 @@ class Admission:
         """Whether ``method`` requires HTTP/2 with SNI (spec 8.4.1: RPC and sizing)."""
         return ORDER.needs_h2(method, self.method_api.get(method))
 
-    def request(self, now: float, method: str, *, key_ok: bool, h2_sni: bool,
-                reserve_cu: float, actual_cu: float, api: str | None = None) -> Decision:
-        """Decide an HTTP attempt reaching the service at ``now``.
-
-        ``api`` defaults to the method's API in the scenario; ``reserve_cu`` and
-        ``actual_cu`` are what it reserves and will settle to (0 for unbilled methods).
-        """
-        api = api or self.method_api.get(method, RPC)
+    def http_rule(self, method: str, api: str, key_ok: bool,
+                  h2_sni: bool) -> tuple[int | None, tuple[int, ...]]:
+        """:data:`ORDER`'s answers, on this tier, for an HTTP attempt of ``method`` on
+        ``api`` (key valid or not, HTTP/2 with SNI or not): the refusal before the
+        limiter (None: ask it) and the outcome of each limiter status. Tabulated once
+        per kind of attempt, as the engine tabulates ORDER at start-up."""
         key = (method, api, key_ok, h2_sni)
         rule = self._http_rules.get(key)
         if rule is None:
@@ -263,16 +261,36 @@ class Admission:
                 ORDER.http_before_limiter(needs_h2=self.needs_h2(method), h2_sni=h2_sni,
                                           key_ok=key_ok, api_in_tier=self.tier.includes(api)),
                 ORDER.http_limiter_table(rpc=api == RPC))
+        return rule
+
+    def admit(self, now: float, rule: tuple[int | None, tuple[int, ...]], reserve_cu: float,
+              actual_cu: float) -> tuple[int, Reservation | None]:
+        """Decide an HTTP attempt of kind ``rule`` (:meth:`http_rule`) reaching the
+        service at ``now``: its outcome, and the limiter's reservation (None when the
+        limiter was not asked), which an admitted attempt settles. :meth:`request` and
+        the replay of recorded traces (:func:`sim.calibration.replay_core.decide`) both
+        decide here."""
         refused, outcomes = rule
         if refused is not None:
-            return _PLAIN[refused]
-        lim = self.limiter
-        status = lim.reserve(now, reserve_cu, actual_cu)
-        outcome = outcomes[status]
+            return refused, None
+        status = self.limiter.reserve(now, reserve_cu, actual_cu)
+        return outcomes[status], status
+
+    def request(self, now: float, method: str, *, key_ok: bool, h2_sni: bool,
+                reserve_cu: float, actual_cu: float, api: str | None = None) -> Decision:
+        """Decide an HTTP attempt reaching the service at ``now`` (:meth:`admit`), with
+        its ``Retry-After`` and, when admitted, the ticket :meth:`settle` takes.
+
+        ``api`` defaults to the method's API in the scenario; ``reserve_cu`` and
+        ``actual_cu`` are what it reserves and will settle to (0 for unbilled methods).
+        """
+        api = api or self.method_api.get(method, RPC)
+        outcome, status = self.admit(now, self.http_rule(method, api, key_ok, h2_sni),
+                                     reserve_cu, actual_cu)
         if outcome == OK:
             return Decision(OK, _NAN, (status, reserve_cu, actual_cu))
         if outcome in ORDER.WINDOW_RETRY_AFTER:
-            return Decision(outcome, float(lim.retry_after(now)))
+            return Decision(outcome, float(self.limiter.retry_after(now)))
         return _PLAIN[outcome]
 
     def settle(self, now: float, decision: Decision) -> None:
