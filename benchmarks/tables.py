@@ -209,15 +209,18 @@ def import_speed(f: dict) -> list[str]:
 
 
 def replay_day(f: dict) -> list[str]:
-    rows = [["trace replay", f["replay"]["seconds"] / 60,
-             f["replay"]["peak_rss_bytes"] / 2**30, f["replay"]["worker_peak_rss_bytes"] / 2**30]]
+    def row(name: str, r: dict) -> list:
+        cpu = r.get("cpu_seconds")
+        return [name, r["seconds"] / 60, cpu / 60 if cpu is not None else None,
+                r["peak_rss_bytes"] / 2**30, r["worker_peak_rss_bytes"] / 2**30]
+
+    rows = [row("trace replay", f["replay"])]
     if "floor" in f:
-        rows.append(["synthetic Poisson (floor)", f["floor"]["seconds"] / 60,
-                     f["floor"]["peak_rss_bytes"] / 2**30,
-                     f["floor"]["worker_peak_rss_bytes"] / 2**30])
+        rows.append(row("synthetic Poisson (floor)", f["floor"]))
     return [f"{f['hours']:g} h at {f['rate_per_s']:g} requests/s ({f['rows']:,} rows), every "
-            f"tier, `--jobs {f['jobs']} --records windows`.", ""] + table(
-        ["run", "minutes", "peak RSS GiB", "largest worker GiB"], rows)
+            f"tier, `--jobs {f['jobs']} --records windows`. CPU minutes are the run's and its "
+            "workers' together; the load moves them much less than the wall time.", ""] + table(
+        ["run", "wall minutes", "CPU minutes", "peak RSS GiB", "largest worker GiB"], rows)
 
 
 def emulator_soak(f: dict) -> list[str]:
