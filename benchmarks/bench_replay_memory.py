@@ -160,12 +160,13 @@ def main() -> None:
                   f"requests) {floor / mib:.0f} MiB in {floor_s:.0f} s; "
                   f"{peak / floor:.2f}x the floor")
             trace.unlink()
-        ratio = points[-1]["peak_rss_bytes"] / points[0]["peak_rss_bytes"]
+            # written after every point: a long run stopped part way keeps what it measured
+            ratio = points[-1]["peak_rss_bytes"] / points[0]["peak_rss_bytes"]
+            write(a.json, "replay_memory", {
+                "rate_per_s": RATE, "rows_asked": counts, "points": points,
+                "ratio_longest_to_shortest": ratio}, load_before=load_before)
         print(f"peak at {counts[-1]:,} rows / at {counts[0]:,} rows: {ratio:.2f} "
               f"(at most 1.5 asked)")
-    write(a.json, "replay_memory", {
-        "rate_per_s": RATE, "points": points, "ratio_longest_to_shortest": ratio},
-        load_before=load_before)
 
 
 if __name__ == "__main__":

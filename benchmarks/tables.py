@@ -187,8 +187,16 @@ def replay_memory(f: dict) -> list[str]:
             "for as long.", ""] + table(
         ["trace rows", "requests replayed", "hours simulated", "file MiB", "peak RSS MiB",
          "floor peak RSS MiB", "÷ floor (same run)"], rows) + [
-        "", f"Peak at the longest trace ÷ at the shortest: "
-            f"{_cell(f['ratio_longest_to_shortest'])} (bar: at most 1.5)."]
+        "", f"Peak at the longest trace ({f['points'][-1]['rows']:,} rows) ÷ at the "
+            f"shortest: {_cell(f['ratio_longest_to_shortest'])} (bar, at 20,000,000 rows: "
+            "at most 1.5)."] + _not_reached(f)
+
+
+def _not_reached(f: dict) -> list[str]:
+    done = [p["rows"] for p in f["points"]]
+    left = [r for r in f.get("rows_asked", done) if r not in done]
+    return ["", "Not measured (the run was stopped first): " +
+            ", ".join(f"{r:,} rows" for r in left) + "."] if left else []
 
 
 def import_speed(f: dict) -> list[str]:
