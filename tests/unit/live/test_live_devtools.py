@@ -17,7 +17,7 @@ import ssl
 
 import httpx
 import pytest
-from live_server import BASE, rpc_body, running_server
+from live_server import BASE, running_server
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -28,6 +28,7 @@ from sim.core.pseudonyms import pseudonym
 from sim.live import server as server_mod
 from sim.live.app import EmulatorApp
 from sim.live.certs import hostnames, make_certificate
+from sim.live.misbehave import rpc_body
 from sim.live.server import ServeOptions, serve
 from sim.policy.admission import Admission
 
