@@ -89,7 +89,8 @@ def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float
             try:
                 await serve(loaded, tier_obj,
                             ServeOptions(port=0, time_scale=time_scale, cert_dir=str(certs),
-                                         access_log=access_log, warn=lines.append),
+                                         access_log=access_log, warn=lines.append,
+                                         freeze_startup=False),
                             announce, box["stop"], ready=up)
             finally:
                 ready.set()
