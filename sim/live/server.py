@@ -134,7 +134,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     def warn_aside(line: str) -> None:
         # Never on the event loop: a pipe nobody reads (stderr) would stop the server.
         threading.Thread(target=warn, args=(line,), daemon=True).start()
-    app.late.warn = warn_aside
+    app.late.warn = app.arrival_late.warn = warn_aside
     config = _config(cert)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
