@@ -6,19 +6,21 @@ Starts ``capsim serve`` in a child process (its own CA folder, access log off) a
 ``--seconds`` of wall time, drives it with:
 
 * well-behaved clients: 4 long-lived httpx HTTP/2 connections sending ``svc_call``,
-  ``svc_pendingBlock`` and ``POST /v1/size`` (about 20 requests per second in all) and
-  a websocket subscriber to ``new-blocks``;
-* misbehaving ones, about 4 a second, in turn: a killed client (TCP RST with a request
-  in its service time), a client timeout shorter than the service time, a half-sent
-  body, a client that never reads, a burst of key-less connections, an HTTP/1.1 client
-  (421), a 4 MiB streamed body (413), 33 streams before SETTINGS.
+  ``svc_pendingBlock`` and ``POST /v1/size`` (about 6 requests per second in all) and
+  a websocket subscriber to ``pending-txs``;
+* misbehaving ones (``sim/live/misbehave.py``), one at a time, about one a second, in
+  turn: a killed client (TCP RST with a request in its service time), a client timeout
+  shorter than the service time, a half-sent body, a client that never reads, a burst of
+  key-less connections, an HTTP/1.1 client (421), a 4 MiB streamed body (413), 33
+  streams before SETTINGS.
 
 Every 5 s it samples the server's RSS and ``/healthz``. At the end it stops the
 misbehaving clients, then closes the well-behaved ones, and reads ``/healthz`` until
 the account holds no connection (at most 10 s): **leaked connections** are what is left.
-It prints both, RSS over time (and its least-squares slope after the first minute), and
-writes everything to ``--json`` (default ``benchmarks/results/emulator_soak.json``,
-through ``benchmarks/results.py``).
+It prints both, the RSS per minute, its floor (at one minute) and its least-squares
+slope after the first minute and over the second half, and writes everything to
+``--json`` (default ``benchmarks/results/emulator_soak.json``, through
+``benchmarks/results.py``).
 """
 
 from __future__ import annotations

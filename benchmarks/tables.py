@@ -305,7 +305,7 @@ BENCHMARKS = [
               "trace in the same run.", calibrate),
     Benchmark("emulator_soak", "Emulator soak", "bench_emulator_soak.py",
               "`capsim serve` in a child process (`--seconds`, ten minutes by default), driven by "
-              "well-behaved clients and, about twice a second in turn, killed clients, client "
+              "well-behaved clients and, about once a second in turn, killed clients, client "
               "timeouts, half-sent bodies, never-reading clients, key-less bursts, HTTP/1.1 "
               "clients, 4 MiB bodies and 33 streams before SETTINGS: connections the account "
               "still holds once every client has left, and the server's RSS over time.",
