@@ -217,7 +217,8 @@ def rss_per_minute(samples: list[dict]) -> dict[str, float]:
     for minute in range(1, int(last // 60) + 1):
         near = min(samples, key=lambda r, m=minute: abs(r["t_s"] - 60 * m))
         out[str(minute)] = near["rss_mb"]
-    out[f"{last / 60:.1f}"] = samples[-1]["rss_mb"]
+    if last % 60 > 1.0:  # and the last sample, when it is not at a whole minute
+        out[f"{last / 60:.1f}"] = samples[-1]["rss_mb"]
     return out
 
 
