@@ -242,8 +242,12 @@ def emulator_soak(f: dict) -> list[str]:
             ["misbehaving clients run", bad],
             ["leaked account connections", f["leaked_account_connections"]],
             ["leaked TCP connections", f["leaked_tcp_connections"]],
-            *[[f"server RSS MB at {s} s", v] for s, v in f["rss_mb_at_s"].items()],
-            ["RSS slope after the first minute, MB/min", f["rss_slope_mb_per_min"]]]
+            ["server RSS MB at 1 min (the floor)", f["rss_floor_mb"]],
+            ["server RSS MB per minute", ", ".join(
+                f"{m}: {v}" for m, v in f["rss_mb_per_minute"].items())],
+            ["RSS slope after the first minute, MB/min", f["rss_slope_mb_per_min"]],
+            ["RSS slope over the second half, MB/min",
+             f["rss_slope_second_half_mb_per_min"]]]
     return table(["figure", "value"], rows)
 
 
@@ -314,8 +318,8 @@ BENCHMARKS = [
               "only) on reference traces of growing length, against one replay of the same "
               "trace in the same run.", calibrate),
     Benchmark("emulator_soak", "Emulator soak", "bench_emulator_soak.py",
-              "`capsim serve` in a child process for ten minutes (`--seconds`), driven by "
-              "well-behaved clients and, about twice a second in turn, killed clients, client "
+              "`capsim serve` in a child process (`--seconds`, ten minutes by default), driven by "
+              "well-behaved clients and, about once a second in turn, killed clients, client "
               "timeouts, half-sent bodies, never-reading clients, key-less bursts, HTTP/1.1 "
               "clients, 4 MiB bodies and 33 streams before SETTINGS: connections the account "
               "still holds once every client has left, and the server's RSS over time.",
