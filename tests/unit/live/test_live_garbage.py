@@ -50,9 +50,18 @@ def test_dead_connections_are_collected_within_seconds(tmp_path, monkeypatch):
                     else:
                         await misbehave.client_timeout(*args)
             asyncio.run(go())
-            assert server.app.registry.closed >= 40
-            alive = _alive(TrackedTCPServer)
+            # The server notices each close in its own time (seconds on a loaded machine);
+            # a client killed under load may die before its TLS handshake, so the server
+            # never saw it: what counts is that every connection it saw has ended.
+            registry = server.app.registry
             deadline = time.monotonic() + 20
+            while (len(registry) or registry.closed < registry.opened) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert registry.opened >= 30, registry.opened
+            assert len(registry) == 0 and registry.closed == registry.opened, \
+                (registry.opened, registry.closed, len(registry))
+            alive = _alive(TrackedTCPServer)
             while alive > 2 and time.monotonic() < deadline:
                 time.sleep(0.2)
                 alive = _alive(TrackedTCPServer)
