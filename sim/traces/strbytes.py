@@ -27,9 +27,9 @@ LOWER_HEX = byte_set("0123456789abcdef")
 
 def parts(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """``(offsets, data)``: the ``n + 1`` value offsets (int64, into ``data``) and the
-    data buffer (uint8) of a ``string`` array."""
-    if not pa.types.is_string(values.type):
-        raise TypeError("expected a string array")
+    data buffer (uint8) of a ``string`` or ``binary`` array."""
+    if not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
+        raise TypeError("expected a string or binary array")
     bufs = values.buffers()
     n = len(values)
     offsets = np.frombuffer(bufs[1], dtype=np.int32)[values.offset:values.offset + n + 1]
@@ -74,3 +74,23 @@ def fixed_width(values: pa.Array) -> np.ndarray | None:
             or not (np.diff(offsets) == width).all():
         return None
     return data[offsets[0]:offsets[-1]].reshape(n, width)
+
+
+def is_ascii(values: pa.Array) -> bool:
+    """Whether every byte of the values is ASCII (so a binary array is valid UTF-8)."""
+    offsets, data = parts(values)
+    used = data[offsets[0]:offsets[-1]]
+    return not len(used) or int(used.max()) < 0x80
+
+
+def edge_may_be_space(values: pa.Array) -> bool:
+    """Whether a value may start or end with white space: its first or last byte is a
+    control byte, a space or not ASCII (every Unicode space is one of those), so when
+    this is False trimming changes nothing."""
+    offsets, data = parts(values)
+    lengths = np.diff(offsets)
+    rows = lengths > 0
+    if not rows.any():
+        return False
+    edges = np.concatenate((data[offsets[:-1][rows]], data[offsets[1:][rows] - 1]))
+    return bool(((edges <= 0x20) | (edges >= 0x7F)).any())

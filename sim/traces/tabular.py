@@ -234,7 +234,9 @@ class _Chunk:
         if pa.types.is_dictionary(typ):
             arr = arr.cast(typ.value_type)
             typ = arr.type
-        if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
+        if pa.types.is_binary(typ) and strbytes.is_ascii(arr):  # valid UTF-8 as it is
+            arr = pa.Array.from_buffers(pa.string(), len(arr), arr.buffers(), offset=arr.offset)
+        elif pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
             try:
                 arr = arr.cast(pa.string())
             except pa.ArrowInvalid:
@@ -251,7 +253,8 @@ class _Chunk:
             arr = pa.nulls(len(arr), pa.string())
         elif not pa.types.is_string(typ):
             arr = arr.cast(pa.string())
-        arr = pc.utf8_trim_whitespace(arr)
+        if strbytes.edge_may_be_space(arr):
+            arr = pc.utf8_trim_whitespace(arr)
         offsets, _ = strbytes.parts(arr)
         empty = (np.diff(offsets) == 0) & strbytes.valid_mask(arr)
         if empty.any():

@@ -176,3 +176,20 @@ def test_a_bad_value_in_a_later_block_names_its_line(tmp_path, fmt, field):
     rows = 29_999 if fmt == "csv" else 30_000
     assert report.skipped == 1 and report.rows == rows - 1
     assert str(bad_line) in report.skipped_examples[0]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.sampled_from(
+    ["a", "1", " ", "\t", "\x1c", "\x7f", "\u00a0", "\u2003", "\u3000", "é", ",", "\r"]),
+    max_size=5)), max_size=10), st.booleans())
+def test_text_is_trimmed_text_with_empty_as_null(values, as_binary):
+    """Fails when skipping the trim (no value with a space-like first or last byte) or
+    viewing ASCII bytes as text changes a value: the column must equal Arrow's trim of
+    the decoded text with empty values as null."""
+    arr = pa.array([None if v is None else v.encode() for v in values], pa.binary()) \
+        if as_binary else pa.array(values, pa.string())
+    got = tabular._Chunk({"method": arr}, len(values)).text("method")
+    trimmed = [None if v is None else
+               pa.compute.utf8_trim_whitespace(pa.array([v])).to_pylist()[0] for v in values]
+    assert got.type == pa.string()
+    assert got.to_pylist() == [t or None for t in trimmed]
