@@ -193,3 +193,24 @@ def test_text_is_trimmed_text_with_empty_as_null(values, as_binary):
                pa.compute.utf8_trim_whitespace(pa.array([v])).to_pylist()[0] for v in values]
     assert got.type == pa.string()
     assert got.to_pylist() == [t or None for t in trimmed]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "a?x", "a?y", "c?", "B"])),
+                max_size=12))
+def test_mapped_dictionaries_are_those_of_encoding_the_mapped_column(values):
+    """Fails when a map that joins values ("a?x" and "a?y" -> "a", "b" and "B" -> "b")
+    leaves a duplicate or a misplaced entry in the dictionary: the Parquet file stores
+    the dictionary, so it must be the one encoding the mapped strings gives."""
+    from sim.traces.canonical import _encode_mapped, _same_or_mapped
+
+    def fn(v):
+        return v.split("?", 1)[0].lower() or v
+
+    arr = pa.array(values, pa.string())
+    want = pa.compute.dictionary_encode(
+        pa.array([None if v is None else fn(v) for v in values], pa.string()))
+    got = _encode_mapped(arr, fn)
+    assert got.equals(want)
+    assert _same_or_mapped(arr, fn).to_pylist() == [None if v is None else fn(v)
+                                                    for v in values]
