@@ -67,6 +67,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from ..core.errors import CapsimError
@@ -111,6 +112,7 @@ class EntryError(ValueError):
         super().__init__(message)
 
 
+@lru_cache(maxsize=1 << 12)
 def region_from_host(host: str) -> str | None:
     """The regional endpoint name in a host name (rule in the module doc), if any."""
     for label in host.lower().split("."):

@@ -63,6 +63,15 @@ def _days_in_month(y, m):
     return table[m] + ((m == 2) & leap)
 
 
+_MONTH_DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _month_days(y: int, m: int) -> int:
+    """:func:`_days_in_month` of one date, without building arrays."""
+    leap = (y % 4 == 0 and y % 100 != 0) or y % 400 == 0
+    return _MONTH_DAYS[m] + (m == 2 and leap)
+
+
 def _offset_seconds(z: str) -> int | None:
     if not z or z in "Zz":
         return 0
@@ -91,7 +100,7 @@ def parse_time_text(text: str) -> int | None:
             return None
         y, mo, d = int(m["Y"]), int(m["M"]), int(m["D"])
         h, mi, s = int(m["h"]), int(m["m"]), int(m["s"] or 0)
-        if not (1 <= mo <= 12) or d < 1 or d > int(_days_in_month(y, mo)):
+        if not (1 <= mo <= 12) or d < 1 or d > _month_days(y, mo):
             return None
         if h > 23 or mi > 59 or s > 59:
             return None
