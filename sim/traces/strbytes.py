@@ -88,9 +88,14 @@ def edge_may_be_space(values: pa.Array) -> bool:
     control byte, a space or not ASCII (every Unicode space is one of those), so when
     this is False trimming changes nothing."""
     offsets, data = parts(values)
-    lengths = np.diff(offsets)
-    rows = lengths > 0
-    if not rows.any():
+    if len(offsets) < 2 or not len(data):
         return False
-    edges = np.concatenate((data[offsets[:-1][rows]], data[offsets[1:][rows] - 1]))
-    return bool(((edges <= 0x20) | (edges >= 0x7F)).any())
+    nonempty = offsets[1:] > offsets[:-1]
+    first = _SPACEISH[data[np.minimum(offsets[:-1], len(data) - 1)]]
+    last = _SPACEISH[data[np.maximum(offsets[1:] - 1, 0)]]
+    return bool(((first | last) & nonempty).any())
+
+
+_SPACEISH = np.zeros(256, dtype=bool)
+_SPACEISH[:0x21] = True
+_SPACEISH[0x7F:] = True

@@ -271,16 +271,16 @@ def _layout(text: str) -> tuple[str, dict[str, tuple[int, int]], np.ndarray] | N
     return kind, fields, digits
 
 
-def _fields(mat: np.ndarray, fields: dict[str, tuple[int, int]]) -> dict[str, np.ndarray]:
+def _fields(cols: np.ndarray, fields: dict[str, tuple[int, int]]) -> dict[str, np.ndarray]:
     """Each digit field's value per row (the fraction in ns: its first nine digits, the
-    rest truncated), from the byte columns of ``mat``."""
-    cols = mat.T.astype(np.int32)  # one contiguous row per byte position
+    rest truncated), from ``cols``: one row of bytes per position."""
+    cols = cols.astype(np.int32)
     cols -= 48
     out = {}
     for name, (a, b) in fields.items():
         stop = min(b, a + 9) if name == "f" else b
         # int32 holds nine digits; epoch seconds have up to eleven
-        acc = np.zeros(mat.shape[0], dtype=np.int32 if stop - a <= 9 else np.int64)
+        acc = np.zeros(cols.shape[1], dtype=np.int32 if stop - a <= 9 else np.int64)
         for p in range(a, stop):
             acc *= 10
             acc += cols[p]
@@ -290,11 +290,11 @@ def _fields(mat: np.ndarray, fields: dict[str, tuple[int, int]]) -> dict[str, np
     return out
 
 
-def _layout_values(mat: np.ndarray, kind: str, fields: dict, row0: np.ndarray
+def _layout_values(cols: np.ndarray, kind: str, fields: dict, row0: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
     """``(ns, ok)`` of rows in one layout (every digit position a digit, every other byte
     as in ``row0``): the same numbers and checks as :func:`_exact_time_array`."""
-    get = _fields(mat, fields)
+    get = _fields(cols, fields)
     frac = get.get("f", 0)
     if kind == "epoch":
         secs = get["i"]
@@ -344,10 +344,14 @@ def _fixed_layout_times(values: pa.Array) -> tuple[np.ndarray, np.ndarray] | Non
     mat = strbytes.fixed_width(sub)
     if mat is None:
         return None
-    low = np.where(digits, ord("0"), row0).astype(np.uint8)
-    high = np.where(digits, ord("9"), row0).astype(np.uint8)
-    shaped = ((mat >= low) & (mat <= high)).all(axis=1)
-    ns_sub, ok_sub = _layout_values(mat, kind, fields, row0)
+    cols = np.ascontiguousarray(mat.T)  # one row of bytes per position
+    shaped = np.ones(len(mat), dtype=bool)
+    for p in range(len(row0)):
+        if digits[p]:
+            shaped &= (cols[p] - np.uint8(48)) < 10
+        else:
+            shaped &= cols[p] == row0[p]
+    ns_sub, ok_sub = _layout_values(cols, kind, fields, row0)
     ns = np.zeros(n, dtype=np.int64)
     ok = np.zeros(n, dtype=bool)
     rows = np.flatnonzero(cand)
