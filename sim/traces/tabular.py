@@ -446,22 +446,31 @@ def normalize(raw: dict[str, pa.Array], labels: dict[str, str], lines: np.ndarra
     keep = ~invalid & ~blank
     if not keep.any():
         return None
+    whole = bool(keep.all())  # the common case: no row to drop, nothing to copy
     sel = pa.array(keep)
 
+    def kept(values):
+        return values if whole else (values.filter(sel) if isinstance(values, pa.Array)
+                                     else values[keep])
+
     def opt(values: np.ndarray, ok: np.ndarray, typ: pa.DataType) -> pa.Array:
-        return pa.array(values[keep], typ, mask=~ok[keep])
+        return pa.array(kept(values), typ, mask=~kept(ok))
 
     hashes = None
     if "body_hash" in raw:
-        hashes = pc.utf8_lower(pc.utf8_slice_codeunits(body_hash, 0, 16)).filter(sel)
+        present = strbytes.valid_mask(body_hash)
+        if not (strbytes.all_bytes_in(body_hash, strbytes.LOWER_HEX, 16, 16)
+                == present).all():  # else every hash is already 16 lower-case digits
+            body_hash = pc.utf8_lower(pc.utf8_slice_codeunits(body_hash, 0, 16))
+        hashes = kept(body_hash)
     return {
-        "time_ns": time_ns[keep],
-        "api": pc.utf8_lower(api_text).filter(sel),
-        "method": method.filter(sel),
-        "key": key_text.filter(sel) if "key" in raw else None,
-        "region": region.filter(sel) if "region" in raw else None,
+        "time_ns": kept(time_ns),
+        "api": kept(pc.utf8_lower(api_text)),
+        "method": kept(method),
+        "key": kept(key_text) if "key" in raw else None,
+        "region": kept(region) if "region" in raw else None,
         "items": opt(items, items_ok, pa.int32()),
-        "profiles": profiles.filter(sel) if "profiles" in raw else None,
+        "profiles": kept(profiles) if "profiles" in raw else None,
         "gas_used": opt(gas, gas_ok, pa.int64()),
         "cu": opt(cu, cu_ok, pa.float64()),
         "status": opt(status, status_ok, pa.int32()),
