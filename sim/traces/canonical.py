@@ -125,8 +125,13 @@ class RecordBuffer:
 
     def append(self, **row: Any) -> None:
         """Add one row; omitted nullable columns are null."""
+        self.add(row)
+
+    def add(self, row: dict[str, Any]) -> None:
+        """:meth:`append` of a row already in a dict."""
+        get = row.get
         for name, col in self._cols.items():
-            col.append(row.get(name))
+            col.append(get(name))
 
     def take(self) -> dict[str, list]:
         """The collected columns; the buffer starts empty again."""
