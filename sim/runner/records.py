@@ -4,8 +4,8 @@ Each tier's run writes its attempt rows to a Parquet spool file as it goes (see
 :mod:`sim.model.recorder`). :class:`AttemptRecords` owns the spool folder for as long
 as the run's result lives, gives the rows as one pandas frame when asked
 (:meth:`frame`, for small runs and the library user), and writes ``requests.parquet``
-one row group per spooled chunk (:meth:`write_parquet`), so a report of any length is
-written in constant memory.
+in row groups of a few spooled chunks (:meth:`write_parquet`; Arrow tables built from the
+spooled columns, no pandas frame), so a report of any length is written in constant memory.
 """
 
 from __future__ import annotations
