@@ -155,6 +155,30 @@ def day_phases(f: dict) -> list[str]:
             "seconds of one process.", ""] + table(["phase", "CPU s"], rows)
 
 
+def report_cost(f: dict) -> list[str]:
+    before = f.get("before", {}).get("figures")
+    sides = [("before", before), ("now", f)] if before else [("now", f)]
+    header = ["phase"]
+    for side, _ in sides:
+        header += [f"{side}: CPU s", f"{side}: share of the run", f"{side}: ÷ simulation"]
+    rows = []
+    for k in f["phases_cpu_s"]:
+        row = [k]
+        for _, g in sides:
+            row += [g["phases_cpu_s"].get(k), g["share_of_run"].get(k),
+                    g["ratio_to_simulation"].get(k)]
+        rows.append(row)
+    out = [f"Default scenario, {f['tiers']} tiers, {f['duration']}, {f['attempts']:,} "
+           f"attempts; medians of {f['repeat']} runs, each a fresh process (a share is of "
+           "that process's CPU). The simulation is the floor, measured in the same run."]
+    if before:
+        b = f["before"]
+        out += ["", f"Before: `{b['command']}` from a checkout of commit {b['commit']}, "
+                f"{b['measured_at']}, load average {_cell(b['machine']['load_average_before'])} "
+                f"before, {_cell(b['machine']['load_average_after'])} after."]
+    return out + [""] + table(header, rows)
+
+
 def trace_import(f: dict) -> list[str]:
     rows = [[k, p["seconds"], p["rows"], p["peak_rss_mib"]] for k, p in f["phases"].items()]
     return [f"{f['rows']:,} rows ({f['input_mib']:,.0f} MiB CSV, {f['time_format']} "
@@ -297,6 +321,11 @@ BENCHMARKS = [
     Benchmark("day_phases", "Where a run's CPU goes", "bench_day_phases.py",
               "CPU seconds per phase of a run in one process: simulation, per-tier parts, "
               "requests.parquet, plots, report.", day_phases),
+    Benchmark("report_cost", "What a run's report costs", "bench_report_cost.py",
+              "The share of a default run's CPU (every tier, 1 hour, one process) spent in "
+              "the plots, `requests.parquet`, the other tables and the report files, against "
+              "the simulation measured in the same run; `--before` keeps the figures of the "
+              "code before a change beside them.", report_cost),
     Benchmark("trace_import", "Trace import", "bench_trace_import.py",
               "Importing a generated CSV trace (by default 10 million rows) and loading it "
               "for replay, against Arrow's bare CSV reader.", trace_import),
