@@ -6,14 +6,19 @@ the kept rows only. Transforms, in this order:
 
 1. **time range** ``(start, end)``: keep requests with ``start <= t - t_start < end``
    seconds, where ``t_start`` is the first request of the whole trace.
-2. **recorded retries** (``drop_recorded_retries``): a row is a recorded retry when an
-   earlier row (by time, then file order) with the same key, method and ``body_hash``
-   (or, when the row has no ``body_hash``, the same key, method, items and profiles)
-   was refused by a limit (:data:`~sim.core.vocabulary.LIMIT_STATUSES`: 434, -32005,
-   430, 435) at most ``retry_window_s`` seconds
-   before it. Such rows are dropped, so that the simulator's own retry policy produces
-   the retries; a dropped retry that was itself refused by a limit still marks later
-   ones. Such refused rows up to ``retry_window_s`` before the range start count as earlier rows.
+2. **recorded retries** (``drop_recorded_retries``): rows are grouped by key, method and
+   ``body_hash`` (or, for rows without a ``body_hash``, by key, method, items and
+   profiles) and ordered by time, then file order; "refused" means refused by a limit
+   (:data:`~sim.core.vocabulary.LIMIT_STATUSES`: 434, -32005, 430, 435). A row *with* a
+   ``body_hash`` is a recorded retry when an earlier row of its group was refused at most
+   ``retry_window_s`` seconds before it (the body identifies the request). A row
+   *without* one is a recorded retry only when the row just before it in its group was
+   refused at most ``retry_window_s`` seconds before it: without a body every call of a
+   key looks alike, so one refusal explains one retry, not every later call of the key.
+   Recorded retries are dropped, so that the simulator's own retry policy produces them;
+   a dropped retry that was itself refused still marks later ones (a chain refused,
+   refused, admitted drops both retries). Rows up to ``retry_window_s`` before the range
+   start count as earlier rows.
 3. **origin**: ``t0_ns`` is the epoch ns of the first request left; times become
    seconds since it, divided by ``speed`` (``speed=2`` halves every inter-arrival time).
 4. **load multiplier** ``k``: ``floor(k)`` superposed copies of the trace plus one copy
