@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,14 +44,19 @@ def run(scenario: Path, out: Path, jobs: int) -> dict:
     args = ["run", str(scenario), "--out", str(out), "-q", "--records", "windows",
             "--jobs", str(jobs), "--max-requests", "10000000000"]
     start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True,
                           text=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         sys.stderr.write(proc.stderr[-3000:])
         raise SystemExit("capsim run failed")
     me, kids = parse_peak(proc.stdout)
-    return {"seconds": time.perf_counter() - start, "peak_rss_bytes": me,
-            "worker_peak_rss_bytes": kids}
+    # CPU of the run and its workers (they are waited for, so their usage rolls up): a
+    # figure the machine's load moves much less than the wall time.
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"seconds": time.perf_counter() - start, "cpu_seconds": cpu,
+            "peak_rss_bytes": me, "worker_peak_rss_bytes": kids}
 
 
 def main() -> None:
@@ -77,7 +83,8 @@ def main() -> None:
         scn.write_text(SCENARIO.format(duration=duration, source=f'trace = "{trace}"'))
         got = run(scn, tmp / "out", a.jobs)
         result["replay"] = got
-        print(f"replay, 9 tiers, --jobs {a.jobs} --records windows: {got['seconds'] / 60:.1f} min, "
+        print(f"replay, 9 tiers, --jobs {a.jobs} --records windows: {got['seconds'] / 60:.1f} min "
+              f"({got['cpu_seconds'] / 60:.1f} CPU-min), "
               f"peak RSS {got['peak_rss_bytes'] / gib:.2f} GiB (largest worker "
               f"{got['worker_peak_rss_bytes'] / gib:.2f} GiB)")
         if not a.no_floor:
@@ -88,7 +95,8 @@ def main() -> None:
             floor = run(floor_scn, tmp / "out-floor", a.jobs)
             result["floor"] = floor
             result["ratio_to_floor"] = got["seconds"] / floor["seconds"]
-            print(f"floor (synthetic Poisson {RATE:g}/s): {floor['seconds'] / 60:.1f} min, "
+            print(f"floor (synthetic Poisson {RATE:g}/s): {floor['seconds'] / 60:.1f} min "
+                  f"({floor['cpu_seconds'] / 60:.1f} CPU-min), "
                   f"peak RSS {floor['peak_rss_bytes'] / gib:.2f} GiB; replay / floor = "
                   f"{result['ratio_to_floor']:.2f}")
     write(a.json, "replay_day", result, load_before=load_before)

@@ -40,20 +40,17 @@ def _commit() -> str | None:
 
 
 def write(path: str, name: str, figures: dict[str, Any], *,
-          load_before: float | None = None) -> None:
-    """Write ``figures`` (JSON-able) with how they were measured to ``path``."""
+          load_before: float | None = None, hide: tuple[str, ...] = ()) -> None:
+    """Write ``figures`` (JSON-able) with how they were measured to ``path``.
+
+    The command recorded leaves out ``--json`` and the options named in ``hide`` (with
+    their values): where files were read or written, not how the figures were measured.
+    """
     if path == "-":
         return
     from sim.core.version import __version__
 
-    args = sys.argv[1:]
-    for i, arg in enumerate(args):  # where the file went is not how it was measured
-        if arg == "--json":
-            args = args[:i] + args[i + 2:]
-            break
-        if arg.startswith("--json="):
-            args = args[:i] + args[i + 1:]
-            break
+    args = _without(sys.argv[1:], ("--json", *hide))
     document = {
         "benchmark": name,
         "command": " ".join(["python3", f"benchmarks/{Path(sys.argv[0]).name}", *args]),
@@ -69,6 +66,19 @@ def write(path: str, name: str, figures: dict[str, Any], *,
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     print(f"figures written to {out}")
+
+
+def _without(args: list[str], options: tuple[str, ...]) -> list[str]:
+    """``args`` without each of ``options`` and its value (``--opt V`` or ``--opt=V``)."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in options)):
+            out.append(arg)
+    return out
 
 
 def peak_rss_mib() -> float:

@@ -155,6 +155,30 @@ def day_phases(f: dict) -> list[str]:
             "seconds of one process.", ""] + table(["phase", "CPU s"], rows)
 
 
+def report_cost(f: dict) -> list[str]:
+    before = f.get("before", {}).get("figures")
+    sides = [("before", before), ("now", f)] if before else [("now", f)]
+    header = ["phase"]
+    for side, _ in sides:
+        header += [f"{side}: CPU s", f"{side}: share of the run", f"{side}: ÷ simulation"]
+    rows = []
+    for k in f["phases_cpu_s"]:
+        row = [k]
+        for _, g in sides:
+            row += [g["phases_cpu_s"].get(k), g["share_of_run"].get(k),
+                    g["ratio_to_simulation"].get(k)]
+        rows.append(row)
+    out = [f"Default scenario, {f['tiers']} tiers, {f['duration']}, {f['attempts']:,} "
+           f"attempts; medians of {f['repeat']} runs, each a fresh process (a share is of "
+           "that process's CPU). The simulation is the floor, measured in the same run."]
+    if before:
+        b = f["before"]
+        out += ["", f"Before: `{b['command']}` from a checkout of commit {b['commit']}, "
+                f"{b['measured_at']}, load average {_cell(b['machine']['load_average_before'])} "
+                f"before, {_cell(b['machine']['load_average_after'])} after."]
+    return out + [""] + table(header, rows)
+
+
 def trace_import(f: dict) -> list[str]:
     rows = [[k, p["seconds"], p["rows"], p["peak_rss_mib"]] for k, p in f["phases"].items()]
     return [f"{f['rows']:,} rows ({f['input_mib']:,.0f} MiB CSV, {f['time_format']} "
@@ -179,14 +203,24 @@ def calibrate(f: dict) -> list[str]:
 
 def replay_memory(f: dict) -> list[str]:
     mib = 2**20
-    rows = [["synthetic Poisson (floor)", None, f["floor_peak_rss_bytes"] / mib, 1.0]]
-    rows += [[f"trace of {p['rows']:,} rows", p["file_bytes"] / mib, p["peak_rss_bytes"] / mib,
-              p["ratio_to_floor"]] for p in f["points"]]
-    return [f"{f['rate_per_s']:g} requests/s, {f['duration_s']:g} s replayed on one tier, "
-            "`--records windows`.", ""] + table(
-        ["source", "file MiB", "peak RSS MiB", "÷ floor (same run)"], rows) + [
-        "", f"Peak at the longest trace ÷ at the shortest: "
-            f"{_cell(f['ratio_longest_to_shortest'])} (bar: at most 1.5)."]
+    rows = [[p["rows"], p["replayed_requests"], p["duration_s"] / 3600, p["file_bytes"] / mib,
+             p["peak_rss_bytes"] / mib, p["floor_peak_rss_bytes"] / mib, p["ratio_to_floor"]]
+            for p in f["points"]]
+    return [f"{f['rate_per_s']:g} requests/s, each trace replayed whole on one tier, "
+            "`--records windows`; the floor is a synthetic Poisson source of the same rate "
+            "for as long.", ""] + table(
+        ["trace rows", "requests replayed", "hours simulated", "file MiB", "peak RSS MiB",
+         "floor peak RSS MiB", "÷ floor (same run)"], rows) + [
+        "", f"Peak at the longest trace ({f['points'][-1]['rows']:,} rows) ÷ at the "
+            f"shortest: {_cell(f['ratio_longest_to_shortest'])} (bar, at 20,000,000 rows: "
+            "at most 1.5)."] + _not_reached(f)
+
+
+def _not_reached(f: dict) -> list[str]:
+    done = [p["rows"] for p in f["points"]]
+    left = [r for r in f.get("rows_asked", done) if r not in done]
+    return ["", "Not measured (the run was stopped first): " +
+            ", ".join(f"{r:,} rows" for r in left) + "."] if left else []
 
 
 def import_speed(f: dict) -> list[str]:
@@ -209,15 +243,18 @@ def import_speed(f: dict) -> list[str]:
 
 
 def replay_day(f: dict) -> list[str]:
-    rows = [["trace replay", f["replay"]["seconds"] / 60,
-             f["replay"]["peak_rss_bytes"] / 2**30, f["replay"]["worker_peak_rss_bytes"] / 2**30]]
+    def row(name: str, r: dict) -> list:
+        cpu = r.get("cpu_seconds")
+        return [name, r["seconds"] / 60, cpu / 60 if cpu is not None else None,
+                r["peak_rss_bytes"] / 2**30, r["worker_peak_rss_bytes"] / 2**30]
+
+    rows = [row("trace replay", f["replay"])]
     if "floor" in f:
-        rows.append(["synthetic Poisson (floor)", f["floor"]["seconds"] / 60,
-                     f["floor"]["peak_rss_bytes"] / 2**30,
-                     f["floor"]["worker_peak_rss_bytes"] / 2**30])
+        rows.append(row("synthetic Poisson (floor)", f["floor"]))
     return [f"{f['hours']:g} h at {f['rate_per_s']:g} requests/s ({f['rows']:,} rows), every "
-            f"tier, `--jobs {f['jobs']} --records windows`.", ""] + table(
-        ["run", "minutes", "peak RSS GiB", "largest worker GiB"], rows)
+            f"tier, `--jobs {f['jobs']} --records windows`. CPU minutes are the run's and its "
+            "workers' together; the load moves them much less than the wall time.", ""] + table(
+        ["run", "wall minutes", "CPU minutes", "peak RSS GiB", "largest worker GiB"], rows)
 
 
 def emulator_soak(f: dict) -> list[str]:
@@ -229,8 +266,12 @@ def emulator_soak(f: dict) -> list[str]:
             ["misbehaving clients run", bad],
             ["leaked account connections", f["leaked_account_connections"]],
             ["leaked TCP connections", f["leaked_tcp_connections"]],
-            *[[f"server RSS MB at {s} s", v] for s, v in f["rss_mb_at_s"].items()],
-            ["RSS slope after the first minute, MB/min", f["rss_slope_mb_per_min"]]]
+            ["server RSS MB at 1 min (the floor)", f["rss_floor_mb"]],
+            ["server RSS MB per minute", ", ".join(
+                f"{m}: {v}" for m, v in f["rss_mb_per_minute"].items())],
+            ["RSS slope after the first minute, MB/min", f["rss_slope_mb_per_min"]],
+            ["RSS slope over the second half, MB/min",
+             f["rss_slope_second_half_mb_per_min"]]]
     return table(["figure", "value"], rows)
 
 
@@ -280,6 +321,11 @@ BENCHMARKS = [
     Benchmark("day_phases", "Where a run's CPU goes", "bench_day_phases.py",
               "CPU seconds per phase of a run in one process: simulation, per-tier parts, "
               "requests.parquet, plots, report.", day_phases),
+    Benchmark("report_cost", "What a run's report costs", "bench_report_cost.py",
+              "The share of a default run's CPU (every tier, 1 hour, one process) spent in "
+              "the plots, `requests.parquet`, the other tables and the report files, against "
+              "the simulation measured in the same run; `--before` keeps the figures of the "
+              "code before a change beside them.", report_cost),
     Benchmark("trace_import", "Trace import", "bench_trace_import.py",
               "Importing a generated CSV trace (by default 10 million rows) and loading it "
               "for replay, against Arrow's bare CSV reader.", trace_import),
@@ -288,8 +334,9 @@ BENCHMARKS = [
               "writer) in the same run, by wall and by CPU time; the HAR import's peak "
               "memory.", import_speed),
     Benchmark("replay_memory", "Replay memory against trace length", "bench_replay_memory.py",
-              "Peak RSS of `capsim run` replaying traces of 0.5, 4 and 20 million rows (read a "
-              "row group at a time), against a synthetic source of the same rate.",
+              "Peak RSS of `capsim run` replaying traces of 0.5, 4 and 20 million rows whole "
+              "(read a row group at a time), against a synthetic source of the same rate "
+              "and length.",
               replay_memory),
     Benchmark("replay_day", "A day of recorded traffic on every tier", "bench_replay_day.py",
               "Wall time and memory of replaying a trace of 400 requests/s (by default a "
@@ -300,8 +347,8 @@ BENCHMARKS = [
               "only) on reference traces of growing length, against one replay of the same "
               "trace in the same run.", calibrate),
     Benchmark("emulator_soak", "Emulator soak", "bench_emulator_soak.py",
-              "`capsim serve` in a child process for ten minutes (`--seconds`), driven by "
-              "well-behaved clients and, about twice a second in turn, killed clients, client "
+              "`capsim serve` in a child process (`--seconds`, ten minutes by default), driven by "
+              "well-behaved clients and, about once a second in turn, killed clients, client "
               "timeouts, half-sent bodies, never-reading clients, key-less bursts, HTTP/1.1 "
               "clients, 4 MiB bodies and 33 streams before SETTINGS: connections the account "
               "still holds once every client has left, and the server's RSS over time.",

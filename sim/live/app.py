@@ -97,16 +97,24 @@ MAX_BODY_BYTES = 1 << 20
 its ``Content-Length`` or the bytes received so far exceed it."""
 
 LATE_WARN_S = 0.1
-"""Service seconds a request's service time may overrun (the event loop woke late,
-multiplied by ``--time-scale``) before the server warns; settling is on the schedule
-whatever the overrun, see :meth:`EmulatorApp._serve`."""
+"""Service seconds the event loop may fall behind (a service time overrun, a request
+taken up after it was read; wall lateness multiplied by ``--time-scale``) before the
+server warns; settling is on the schedule and deciding at the read time whatever the
+lateness, see :meth:`EmulatorApp._serve` and :meth:`EmulatorApp._arrival`."""
 
 
 class Lateness:
-    """How late the event loop wakes requests at the end of their service time."""
+    """How far behind the event loop is: ``"service"``, how late it wakes requests at
+    the end of their service time; ``"arrival"``, how long after the server read a
+    request it took the request up."""
 
-    def __init__(self, time_scale: float, warn: Callable[[str], None] | None = None) -> None:
+    _WHAT = {"service": "a service time ended {late:.3f} service s late",
+             "arrival": "a request was taken up {late:.3f} service s after it was read"}
+
+    def __init__(self, time_scale: float, warn: Callable[[str], None] | None = None,
+                 kind: str = "service") -> None:
         self.time_scale = time_scale
+        self.kind = kind
         self.count = 0
         self.max_s = 0.0
         self.over = 0
@@ -118,10 +126,12 @@ class Lateness:
         if late_s > LATE_WARN_S:
             self.over += 1
             if self.warn is not None and self.over in (1, 10, 100, 1000, 10000):
-                self.warn(f"capsim serve: warning: a service time ended {late_s:.3f} service "
-                          f"s late ({self.over} so far over {LATE_WARN_S} s) at time scale "
-                          f"{self.time_scale:g}; decisions near a window boundary may differ "
-                          "from the simulator's (use a smaller --time-scale)")
+                what = self._WHAT[self.kind].format(late=late_s)
+                self.warn(f"capsim serve: warning: {what} ({self.over} so far over "
+                          f"{LATE_WARN_S} s) at time scale {self.time_scale:g}; the server "
+                          "cannot see delays before it reads a request, so decisions near "
+                          "a window boundary may differ from the simulator's (use a "
+                          "smaller --time-scale)")
 
     def as_dict(self) -> dict:
         return {"served": self.count, "max_late_s": round(self.max_s, 6),
@@ -180,6 +190,7 @@ class EmulatorApp:
         self.loaded, self.admission, self.clock = loaded, admission, clock
         self.log = log or AccessLog(None)
         self.late = Lateness(clock.time_scale)
+        self.arrival_late = Lateness(clock.time_scale, kind="arrival")
         self.stall_until = 0.0  # time.monotonic() until which requests wait (faults)
         self.registry = registry
         if registry is not None:
@@ -226,6 +237,18 @@ class EmulatorApp:
 
     def _conn(self, scope) -> ConnectionInfo | None:
         return self.registry.get(scope.get("client")) if self.registry is not None else None
+
+    def _arrival(self, conn: ConnectionInfo | None, stalled: bool = False) -> float:
+        """When a request reached the service (service seconds): when the server last
+        read bytes of its connection -- not when the event loop took the request up, a
+        delay ``--time-scale`` would multiply -- or now, after a ``stall`` fault or
+        without a connection record."""
+        now = self.clock.now()
+        if stalled or conn is None or not conn.read_unix:
+            return now
+        read = min(now, self.clock.at(conn.read_unix))
+        self.arrival_late.observe(now - read)
+        return read
 
     @staticmethod
     def _header(scope, name: bytes) -> str | None:
@@ -305,14 +328,14 @@ class EmulatorApp:
         if path.startswith("/admin/"):
             await self._admin(scope, receive, ex, path, method)
             return
-        await self._stalled()
+        stalled = await self._stalled()
         conn = self._conn(scope)
         api = self._api_of(scope, conn)
         route = ("rpc" if api == RPC and path == "/" and method == "POST" else
                  "size" if api == SEARCH and path == "/v1/size" and method == "POST" else None)
         h2_sni = scope.get("http_version") == "2" and (conn is None or bool(conn.sni))
         key_ok = self._key_ok(scope)
-        ex.now = now = self.clock.now()
+        ex.now = now = self._arrival(conn, stalled)
         # 1. What the headers say, before any body is read: protocol, key.
         if route is not None and not h2_sni:
             await self._error(ex, Decision(PROTO_421), "RPC and POST /v1/size need HTTP/2 "
@@ -344,7 +367,7 @@ class EmulatorApp:
         body = await self._body(scope, receive, ex)
         if body is None:
             return
-        ex.now = now = self.clock.now()  # decided once the whole request has arrived
+        ex.now = now = self._arrival(conn, stalled)  # once the whole request has arrived
         if route == "rpc":
             await self._rpc(scope, ex, body, now, h2_sni)
         else:
@@ -458,10 +481,13 @@ class EmulatorApp:
 
     # -- developer endpoints --------------------------------------------------------
 
-    async def _stalled(self) -> None:
-        """Hold a request while a ``stall`` fault lasts."""
+    async def _stalled(self) -> bool:
+        """Hold a request while a ``stall`` fault lasts; whether it was held."""
+        held = False
         while (left := self.stall_until - time.monotonic()) > 0:
+            held = True
             await asyncio.sleep(min(left, 0.5))
+        return held
 
     def window(self) -> dict:
         """The account's CU window and daily allowance now (``GET /admin/window``)."""
@@ -484,6 +510,7 @@ class EmulatorApp:
                                 "tcp_open": len(self.registry) if self.registry else None},
                 "websockets": {"live": adm.slots.live, "stale": adm.slots.stale(now)},
                 "lateness": self.late.as_dict(),
+                "arrival_lateness": self.arrival_late.as_dict(),
                 "stalled_for_s": round(max(0.0, self.stall_until - time.monotonic()), 3)}
 
     def reset(self) -> dict:
@@ -502,6 +529,7 @@ class EmulatorApp:
             for info in self.registry.all():
                 info.admitted, info.account = None, None
         self.late = Lateness(self.clock.time_scale, self.late.warn)
+        self.arrival_late = Lateness(self.clock.time_scale, self.arrival_late.warn, "arrival")
         return {"reset": True, "websockets_closed": closed, "now_s": self.clock.now()}
 
     def drop_websockets(self) -> int:
@@ -577,10 +605,10 @@ class EmulatorApp:
         message = await receive()
         if message["type"] != "websocket.connect":
             return
-        await self._stalled()
+        stalled = await self._stalled()
         conn = self._conn(scope)
         ex = Exchange(scope, send)
-        ex.now = now = self.clock.now()
+        ex.now = now = self._arrival(conn, stalled)
         name = self._stream_of(self._api_of(scope, conn), scope["path"])
         ex.what = name or "-"
         adm = self.admission

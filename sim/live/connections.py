@@ -97,6 +97,8 @@ class ConnectionInfo:
     account: object = None
     tcp_closed: bool = False
     ended: bool = False
+    read_unix: float = 0.0
+    """Wall time the server last read bytes from the connection (0: none yet)."""
     close: Callable[[], None] = field(default=lambda: None, repr=False)
     abort: Callable[[], None] = field(default=lambda: None, repr=False)
 
@@ -374,6 +376,7 @@ class TrackedTCPServer(TCPServer):
             except (ConnectionError, OSError, TimeoutError, ssl.SSLError):
                 break
             else:
+                self._info.read_unix = time.time()  # the request's arrival, see app._arrival
                 await self.protocol.handle(RawData(data))
         self._ended()
         await self.protocol.handle(Closed())

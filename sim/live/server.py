@@ -22,6 +22,7 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..policy.admission import Admission
+from . import garbage
 from .access import AccessLog
 from .app import EmulatorApp
 from .certs import Certificate, hostnames, make_certificate, region_label
@@ -47,6 +48,10 @@ class ServeOptions:
     """``None``/``"off"``: no access log; ``"-"``: standard error; else a file."""
     warn: Callable[[str], None] | None = None
     """Where warnings go (default: ``announce``)."""
+    freeze_startup: bool = True
+    """Exempt the objects alive at start-up from collections (:mod:`.garbage`); False
+    when the server shares its process with other work (tests), whose objects it would
+    exempt too."""
 
 
 def _config(cert: Certificate):
@@ -129,7 +134,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     def warn_aside(line: str) -> None:
         # Never on the event loop: a pipe nobody reads (stderr) would stop the server.
         threading.Thread(target=warn, args=(line,), daemon=True).start()
-    app.late.warn = warn_aside
+    app.late.warn = app.arrival_late.warn = warn_aside
     config = _config(cert)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -156,12 +161,16 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
         app.stopping.set()
 
     watcher = loop.create_task(stop_websockets())
+    if options.freeze_startup:
+        garbage.freeze_startup()
+    collector = loop.create_task(garbage.collect_closed(lambda: registry.closed, stop))
     try:
         with tracking_connections(registry):
             await worker_serve(wrap_app(app, config.wsgi_max_body_size, "asgi"), config,
                                sockets=Sockets([sock], [], []), shutdown_trigger=stop.wait)
     finally:
         watcher.cancel()
+        collector.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)

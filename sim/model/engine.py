@@ -36,6 +36,7 @@ from ..config.tiers import APIS, RPC, Tier
 from ..core.rng import stream
 from ..core.vocabulary import Rng
 from ..policy.admission import ORDER
+from ..policy.connections import AccountConnections
 from ..policy.limiter import OK as LIM_OK
 from ..policy.limiter import WindowStats
 from ..policy.limiters import Limiter
@@ -238,10 +239,12 @@ class TierRun:
                                                if o in rc.OUTCOMES))
             self._h2_ok.append(client.http_version == "2" and client.sni)
         self._next_rid = plan.open_count
-        # A source's connections count against its key's account (the first for a key of
-        # no account: its requests get 401 all the same).
-        self._source_account = [max(0, self._key_account[t.keys.index(src.key)])
+        # A source's connections count against its key's account; a key of no account
+        # presents no valid key, so its connections belong to none (spec 8.4's limits are
+        # per account): nothing refuses or counts them, and its requests get 401.
+        self._source_account = [self._key_account[t.keys.index(src.key)]
                                 for src in sc.sources]
+        self._no_account = AccountConnections.unlimited()
         self._pool_of: list[list[ClientPool | None]] = [[None] * len(t.regions)
                                                         for _ in sc.sources]
         self._gate = [[[self._admission(s, k, m) for m in range(len(t.methods))]
@@ -427,9 +430,10 @@ class TierRun:
             sc, tab = self.plan.scenario, self.plan.tables
             client = sc.clients[sc.sources[source].client]
             http = client.http
-            account = self.accounts[self._source_account[source]]
+            acct = self._source_account[source]
             pool = ClientPool(
-                account.connections, tab.regions[region], self.env,
+                self.accounts[acct].connections if acct >= 0 else self._no_account,
+                tab.regions[region], self.env,
                 rtt_s=2 * self._half_rtt[region],
                 max_streams=http.max_streams_per_conn if client.http_version == "2" else 1,
                 max_connections=http.max_connections, connect_rtts=http.connect_rtts,

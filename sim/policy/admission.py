@@ -29,8 +29,10 @@ the limiter (oversized, 402 for the daily allowance, 434 / -32005 for the window
 connection is the account's from its first request that passes 421 and 401: the emulator
 (:mod:`sim.live.app`) and the trace replay (:mod:`sim.calibration.replay_core`) decide
 those from the headers before calling :meth:`Admission.connection_opened`, so a connection
-that never presents a valid key counts against no limit; the SimPy model, whose sources
-always hold keys it knows, opens the connection first, with the same outcomes. A handshake
+that never presents a valid key counts against no limit. The SimPy model opens a
+connection before its first request, against the account of the source's key -- the same
+outcomes, since a source holds one key -- and a source whose key is no account's opens
+its connections against none (:meth:`AccountConnections.unlimited`). A handshake
 checks 401, 402, the slot cap (435), then spends the connect cost (``ws_cu_rejected`` with
 the window's Retry-After, or 402).
 """

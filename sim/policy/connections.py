@@ -10,6 +10,7 @@ Pure Python, no SimPy: it works on any connection object with ``deadline``, ``cl
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from typing import Any
 
@@ -17,7 +18,7 @@ from typing import Any
 class AccountConnections:
     """The account's connection limits, across all clients and regions."""
 
-    def __init__(self, max_active: int = 128, max_opens_per_s: int = 32) -> None:
+    def __init__(self, max_active: float = 128, max_opens_per_s: float = 32) -> None:
         self.max_active = max_active
         self.max_opens_per_s = max_opens_per_s
         self.active = 0
@@ -27,6 +28,12 @@ class AccountConnections:
         self._opens: dict[str, deque[float]] = {}
         self._closing: list[tuple[float, int, Any]] = []
         self._seq = 0
+
+    @classmethod
+    def unlimited(cls) -> AccountConnections:
+        """The connections of no account (they never presented a valid key): nothing
+        refuses them, and no account's figures count them."""
+        return cls(math.inf, math.inf)
 
     def schedule_close(self, conn: Any) -> None:
         """Remember when ``conn`` closes unless used again (re-keyed lazily on pop)."""

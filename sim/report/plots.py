@@ -462,7 +462,23 @@ def write_all(folder: Path, summary: RunSummary, attempts: pd.DataFrame, windows
                                      refused).items()]
 
 
+#: Pixels per inch of the PNGs.
+DPI = 110
+
+
 def _save(fig, path: Path) -> str:
-    fig.savefig(path, dpi=110, metadata=_PNG_META)
+    """Save ``fig`` as a PNG of :data:`DPI` and close it.
+
+    A figure with a layout engine is laid out here, once, at the PNG's dpi, and saved
+    without its engine: ``savefig`` would otherwise draw the whole figure once more (with
+    drawing switched off) only to run the same layout, a sixth of the plots' CPU. The
+    pixels are the same: the layout sees the same figure at the same dpi.
+    """
+    fig.set_dpi(DPI)
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine(None)
+    fig.savefig(path, dpi=DPI, metadata=_PNG_META)
     plt.close(fig)
     return path.name

@@ -4,8 +4,8 @@ Each tier's run writes its attempt rows to a Parquet spool file as it goes (see
 :mod:`sim.model.recorder`). :class:`AttemptRecords` owns the spool folder for as long
 as the run's result lives, gives the rows as one pandas frame when asked
 (:meth:`frame`, for small runs and the library user), and writes ``requests.parquet``
-one row group per spooled chunk (:meth:`write_parquet`), so a report of any length is
-written in constant memory.
+in row groups of a few spooled chunks (:meth:`write_parquet`; Arrow tables built from the
+spooled columns, no pandas frame), so a report of any length is written in constant memory.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.workers import hold_lock_fd, release_lock_fd
-from ..metrics.tables import attempt_rows
+from ..metrics.tables import AttemptTables, attempt_rows
 from ..model.engine import TierResult
 from ..workload.demand import Plan
 
@@ -181,9 +181,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 def tier_frames(plan: Plan, tier_names: list[str], i: int, result: TierResult):
     """Tier ``i``'s ``requests.parquet`` rows, one frame per spooled chunk."""
     for chunk in result.attempt_sink.chunks():
-        n = len(chunk["outcome"])
-        tier = pd.Categorical.from_codes(np.full(n, i, dtype=np.int8), categories=tier_names)
-        yield attempt_rows(chunk, tier, plan)
+        yield attempt_rows(chunk, i, tier_names, plan)
 
 
 def empty_frame(plan: Plan, tier_names: list[str], result: TierResult | None) -> pd.DataFrame:
@@ -193,8 +191,7 @@ def empty_frame(plan: Plan, tier_names: list[str], result: TierResult | None) ->
         from ..model.recorder import ATTEMPT_COLUMNS
 
         empty = {n: np.empty(0, dtype=d) for n, d in ATTEMPT_COLUMNS}
-    tier = pd.Categorical.from_codes(np.full(0, 0, dtype=np.int8), categories=tier_names)
-    return attempt_rows({n: v[:0] for n, v in empty.items()}, tier, plan)
+    return attempt_rows({n: v[:0] for n, v in empty.items()}, 0, tier_names, plan)
 
 
 class RequestsWriter:
@@ -212,6 +209,7 @@ class RequestsWriter:
         self._pending: list = []
         self._pending_rows = 0
         self._first: TierResult | None = None  # whose spool gives an empty file's columns
+        self._tables = AttemptTables(plan, tier_names)
 
     def __enter__(self) -> RequestsWriter:
         return self
@@ -221,17 +219,16 @@ class RequestsWriter:
 
     def add_tier(self, i: int, result: TierResult) -> None:
         """Tier ``i``'s rows (full row groups are written; the rest waits for more)."""
-        import pyarrow as pa
-
         if self._first is None:
             self._first = result
 
-        for frame in tier_frames(self.plan, self.tier_names, i, result):
-            # One thread: a pool per chunk costs more than it saves on a chunk's columns.
-            self._pending.append(pa.Table.from_pandas(frame, preserve_index=False,
-                                                      nthreads=1))
-            self._pending_rows += len(frame)
-            self.rows += len(frame)
+        for chunk in result.attempt_sink.chunks():
+            n = len(chunk["outcome"])
+            if n == 0:
+                continue
+            self._pending.append(self._tables.table(chunk, i))
+            self._pending_rows += n
+            self.rows += n
             if self._pending_rows >= ROW_GROUP_ROWS:
                 self._flush()
 

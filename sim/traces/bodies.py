@@ -45,6 +45,7 @@ HASH32_RE = re.compile(r"0x[0-9a-fA-F]{64}")
 QUANTITY_RE = re.compile(r"0x(?:0|[1-9a-fA-F][0-9a-fA-F]*)")
 HEX_BYTES_RE = re.compile(r"0x(?:[0-9a-fA-F]{2})*")
 DECIMAL_RE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f]")
 
 EXPECT_ADDRESS = "expected 0x-prefixed 20-byte hex address"
 EXPECT_HASH32 = "expected 0x-prefixed 32-byte hex string"
@@ -85,10 +86,18 @@ def _reject_constant(name: str) -> Any:
     raise BodyError("", "expected JSON (NaN and Infinity are not JSON)")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # built once, not per body
+
+
 def parse_json(text: str | bytes) -> Any:
-    """Strict JSON (no NaN/Infinity); :class:`BodyError` on anything else."""
+    """Strict JSON (no NaN/Infinity); :class:`BodyError` on anything else. Reads as
+    ``json.loads(text, parse_constant=...)`` does, with one decoder for every call."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        if isinstance(text, bytes | bytearray):
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
+        elif text.startswith("\ufeff"):
+            raise ValueError("Unexpected UTF-8 BOM")
+        return _DECODER.decode(text)
     except BodyError:
         raise
     except (ValueError, RecursionError):
@@ -129,7 +138,7 @@ def _text(value: Any, path: str, pattern: re.Pattern[str], expected: str) -> str
 
 def _name(value: Any, path: str, what: str) -> str:
     if not isinstance(value, str) or not value or len(value) > 200 \
-            or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            or _CONTROL_RE.search(value):
         raise BodyError(path, f"expected a non-empty {what} string (printable, at most 200 "
                               "characters)")
     return value

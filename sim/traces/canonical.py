@@ -31,6 +31,31 @@ def _map_distinct(values: pa.Array, fn) -> pa.Array:
     return pc.take(mapped, encoded.indices)
 
 
+def _encode_mapped(values: pa.Array, fn) -> pa.DictionaryArray:
+    """``dictionary_encode`` of ``fn`` applied to each value, computed on the distinct
+    values: the dictionary in order of first appearance, as encoding the mapped column
+    would give (when ``fn`` maps several values to one, the first one's place counts)."""
+    encoded = pc.dictionary_encode(values)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    mapped = [fn(v) for v in encoded.dictionary.to_pylist()]
+    if len(set(mapped)) == len(mapped):
+        return pa.DictionaryArray.from_arrays(encoded.indices, pa.array(mapped, pa.string()))
+    again = pc.dictionary_encode(pa.array(mapped, pa.string()))
+    return pa.DictionaryArray.from_arrays(pc.take(again.indices, encoded.indices),
+                                          again.dictionary)
+
+
+def _same_or_mapped(values: pa.Array, fn) -> pa.Array:
+    """:func:`_map_distinct`, or ``values`` itself when ``fn`` changes no value."""
+    if len(values) == 0 or values.null_count == len(values):
+        return values
+    distinct = pc.unique(values).drop_null().to_pylist()
+    if all(fn(v) == v for v in distinct):
+        return values
+    return _map_distinct(values, fn)
+
+
 def _key_pseudonym(registry: KeyRegistry, raw: str) -> str:
     if is_redacted(raw):
         return raw
@@ -40,6 +65,9 @@ def _key_pseudonym(registry: KeyRegistry, raw: str) -> str:
 
 def _strip_query(method: str) -> str:
     return method.split("?", 1)[0].rstrip() or method
+
+
+_PREPARE = {"method": _strip_query}  # applied before redaction
 
 
 def finalize(cols: dict[str, Any], registry: KeyRegistry, region: str | None = None
@@ -62,18 +90,27 @@ def finalize(cols: dict[str, Any], registry: KeyRegistry, region: str | None = N
             out[name] = value.cast(base)
         else:
             out[name] = pa.array(value, base)
+    # dictionary columns are encoded once and mapped on their distinct values; the key
+    # first, so that the text columns are redacted with this chunk's keys registered
     keys = pc.fill_null(out["key"], NO_KEY)
-    out["key"] = _map_distinct(keys, lambda k: _key_pseudonym(registry, k))
-    out["method"] = _map_distinct(out["method"], _strip_query)
+    out["key"] = _encode_mapped(keys, lambda k: _key_pseudonym(registry, k))
     if region is not None:
         out["region"] = pa.array(np.full(n, region, dtype=object), pa.string())
     for name in TEXT_COLUMNS:
-        out[name] = _map_distinct(out[name], registry.redact)
+        first = _PREPARE.get(name)
+        fn = registry.redact if first is None else (
+            lambda v, first=first: registry.redact(first(v)))
+        if pa.types.is_dictionary(SCHEMA.field(name).type):
+            out[name] = _encode_mapped(out[name], fn)
+        else:
+            out[name] = _same_or_mapped(out[name], fn)
     arrays = []
     for name in COLUMNS:
-        typ = SCHEMA.field(name).type
         arr = out[name]
-        arrays.append(pc.dictionary_encode(arr) if pa.types.is_dictionary(typ) else arr)
+        if pa.types.is_dictionary(SCHEMA.field(name).type) and \
+                not isinstance(arr, pa.DictionaryArray):
+            arr = pc.dictionary_encode(arr)
+        arrays.append(arr)
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
@@ -88,8 +125,13 @@ class RecordBuffer:
 
     def append(self, **row: Any) -> None:
         """Add one row; omitted nullable columns are null."""
+        self.add(row)
+
+    def add(self, row: dict[str, Any]) -> None:
+        """:meth:`append` of a row already in a dict."""
+        get = row.get
         for name, col in self._cols.items():
-            col.append(row.get(name))
+            col.append(get(name))
 
     def take(self) -> dict[str, list]:
         """The collected columns; the buffer starts empty again."""

@@ -67,6 +67,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from ..core.errors import CapsimError
@@ -111,6 +112,7 @@ class EntryError(ValueError):
         super().__init__(message)
 
 
+@lru_cache(maxsize=1 << 12)
 def region_from_host(host: str) -> str | None:
     """The regional endpoint name in a host name (rule in the module doc), if any."""
     for label in host.lower().split("."):
@@ -271,8 +273,11 @@ def _is_websocket(entry: dict, headers: list[tuple[str, str]], scheme: str, verb
                                    or path.rstrip("/") == MONITORING_PATH)))
 
 
-def learn_host(entry: Any) -> tuple[str, str] | None:
-    """``(host, api)`` when the entry's content shows which API its host serves."""
+def learn_host(entry: Any, known: dict[str, set[str]] | None = None
+               ) -> tuple[str, str] | None:
+    """``(host, api)`` when the entry's content shows which API its host serves. With
+    ``known`` (host -> APIs learned so far), None without reading the body when every
+    API the entry could show for its host is known already."""
     try:
         req, url, verb = _request(entry)
         u = parse_url(url)
@@ -280,10 +285,14 @@ def learn_host(entry: Any) -> tuple[str, str] | None:
         return None
     if verb != "POST" or not u.host:
         return None
+    sizing_path = u.path.rstrip("/").endswith("/v1/size")
+    if known is not None and RPC in known.get(u.host, ()) and (
+            not sizing_path or SEARCH in known[u.host]):
+        return None
     body = _post_json(req)
     if looks_like_rpc(body):
         return u.host, RPC
-    if looks_like_sizing(body) and u.path.rstrip("/").endswith("/v1/size"):
+    if looks_like_sizing(body) and sizing_path:
         return u.host, SEARCH
     return None
 
@@ -299,7 +308,7 @@ class HarContext:
 
     def learn(self, entries: list) -> None:
         for entry in entries:
-            found = learn_host(entry)
+            found = learn_host(entry, self.learned)
             if found:
                 self.learned.setdefault(found[0], set()).add(found[1])
 
@@ -524,7 +533,7 @@ def read_har(path: str, file: str, problems: Problems, chunk_rows: int,
             problems.ignore(rows)
             continue
         for row in rows:
-            buf.append(**row)
+            buf.add(row)
         if len(buf) >= chunk_rows:
             yield buf.take()
     if len(buf):

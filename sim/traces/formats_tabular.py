@@ -107,8 +107,9 @@ def _fast_parse(block, names: list[str], wanted: list[str]) -> pa.Table | None:
         return None
 
 
-def _slow_parse(block: bytes, names: list[str], wanted: list[str], first_line: int,
+def _slow_parse(block, names: list[str], wanted: list[str], first_line: int,
                 problems: Problems) -> tuple[dict[str, list], list[int]]:
+    block = bytes(block)
     cols: dict[str, list] = {n: [] for n in wanted}
     lines: list[int] = []
     index = {n: names.index(n) for n in wanted}
@@ -197,9 +198,9 @@ def _csv_blocks(fh, sample: bytes, block_size: int) -> Iterator[tuple[bytes, int
         cut = data.rfind(b"\n") + 1 if not eof else len(data)
         if cut == 0:
             cut = len(data)
-        block, carry = data[:cut], data[cut:]
-        if not block:
+        if not cut:
             break
+        block, carry = memoryview(data)[:cut], data[cut:]  # the block is not copied
         n_lines = data.count(b"\n", 0, cut) + (0 if data[cut - 1:cut] == b"\n" else 1)
         del data
         yield block, line_no, n_lines

@@ -12,12 +12,15 @@ all-or-nothing. Rows are validated and redacted chunk by chunk (memory is
 bounded by ``chunk_rows``; HAR entries are streamed one at a time) and written to a temp
 file in the destination folder. With ``on_invalid="error"`` the first invalid row stops
 the import with a :class:`~sim.core.errors.CapsimError` naming file, location and field; with
-``"skip"`` invalid rows are counted by reason. When all rows are in, the temp file is
-scanned for every raw key seen (:func:`~sim.traces.redaction.scan_trace`); a survivor
-(possible only when a text field held a key before the key was first seen in a key
-source) triggers one more pass with every key known from the start, and a survivor of
-that pass fails the import. Only then is the temp file moved onto ``out``; on any
-failure it is deleted.
+``"skip"`` invalid rows are counted by reason. Each chunk's columns are checked for keys
+as it goes to the writer (:func:`~sim.traces.redaction.check_chunk`); when all rows are
+in, the temp file's metadata and raw bytes, and the text of chunks checked before the
+last key was registered, are scanned for every raw key seen
+(:func:`~sim.traces.redaction.finish_scan`: together, what
+:func:`~sim.traces.redaction.scan_trace` checks); a survivor (possible only when a text
+field held a key before the key was first seen in a key source) triggers one more pass
+with every key known from the start, and a survivor of that pass fails the import. Only
+then is the temp file moved onto ``out``; on any failure it is deleted.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from .formats_tabular import ColumnNotes, read_csv, read_jsonl, read_parquet
 from .hosts import HostMap
 from .names import FORMATS
 from .problems import ON_INVALID, Problems
-from .redaction import KeyRegistry, KeySurvived, is_opaque_token, scan_trace
+from .redaction import KeyRegistry, KeySurvived, check_chunk, finish_scan, is_opaque_token
 from .schema import DEFAULT_CHUNK_ROWS, TraceWriter
 from .tabular import normalize
 
@@ -219,10 +222,13 @@ def _import(path: str, out: str, fmt: str, on_invalid: str, region: str | None,
             try:
                 # each chunk is written in a thread while the next is read and checked
                 # (Parquet encoding lets go of the GIL); one write at a time, in order
+                checked: list[tuple[int, int]] = []  # (rows, registry generation)
                 with ThreadPoolExecutor(1) as pool:
                     pending = None
                     for table in _chunks(fmt, path, problems, chunk_rows, registry, region,
                                          notes, host_map):
+                        check_chunk(table, registry, label=out)
+                        checked.append((table.num_rows, registry.generation))
                         if pending is not None:
                             pending.result()
                         pending = pool.submit(writer.write, table)
@@ -232,7 +238,9 @@ def _import(path: str, out: str, fmt: str, on_invalid: str, region: str | None,
                     raise CapsimError(_nothing_kept(path, fmt, problems,
                                                     _safe_hosts(problems, registry)), file=path)
                 writer.close(registry.redact(os.path.basename(path)))
-                scan_trace(str(writer.tmp), registry, label=out)
+                # text written before the registry last grew is checked again
+                stale = sum(rows for rows, gen in checked if gen != registry.generation)
+                finish_scan(str(writer.tmp), registry, label=out, text_rows=stale)
             except KeySurvived:
                 writer.discard()
                 if attempt == 1 and registry.keys:

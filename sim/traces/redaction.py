@@ -36,11 +36,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.errors import CapsimError
 from ..core.pseudonyms import PSEUDONYM_RE, pseudonym
+from . import strbytes
 from .schema import NO_KEY, TEXT_COLUMNS
 
 MIN_KEY_LEN = 8
@@ -99,6 +102,7 @@ class KeyRegistry:
         self._counted: set[str] = set()
         self._shapes: set[tuple[str, int, bool]] = set()
         self._regex: list[re.Pattern[str]] | None = None
+        self.generation = 0  # grows with every newly registered string
         for key in keys:
             self.add(key)
 
@@ -116,6 +120,7 @@ class KeyRegistry:
         if key in self._keys:
             return
         self._keys.add(key)
+        self.generation += 1
         shape = key_shape(key)
         if shape is not None:
             self._shapes.add(shape)
@@ -292,8 +297,48 @@ class KeySurvived(CapsimError):
 
 
 def _unique_strings(col) -> list[str]:
+    """The distinct strings of a column: every dictionary entry of a dictionary column."""
+    if isinstance(col, pa.ChunkedArray):
+        out: dict[str, None] = {}
+        for chunk in col.chunks:
+            out.update(dict.fromkeys(_unique_strings(chunk)))
+        return list(out)
     values = col.dictionary if hasattr(col, "dictionary") else pc.unique(col.drop_null())
     return [v for v in values.to_pylist() if v is not None]
+
+
+def _check_text(columns, registry: KeyRegistry, label: str) -> None:
+    for name in TEXT_COLUMNS:
+        for value in _unique_strings(columns(name)):
+            if registry.leaks(value):
+                raise KeySurvived("an API key survived redaction", file=label, field=name)
+
+
+def check_chunk(table: pa.Table, registry: KeyRegistry, *, label: str) -> None:
+    """The column checks of :func:`scan_trace` on one canonical chunk as it goes to the
+    writer: every ``key`` a pseudonym or ``(none)``, every ``body_hash`` 16 lower-case
+    hex digits, no registered key or key-shaped token (as registered so far) in the
+    text columns. :class:`KeySurvived` names the column."""
+    for value in _unique_strings(table.column("key")):
+        if not is_redacted(value):
+            raise KeySurvived("a key value is not a pseudonym", file=label, field="key")
+    for hashes in table.column("body_hash").chunks:
+        hashes = hashes.drop_null()
+        if len(hashes) and not strbytes.all_bytes_in(hashes, strbytes.LOWER_HEX, 16,
+                                                     16).all():
+            raise KeySurvived("a body_hash is not 16 hex digits", file=label,
+                              field="body_hash")
+    _check_text(table.column, registry, label)
+
+
+def _check_metadata(pf: pq.ParquetFile, registry: KeyRegistry, label: str) -> None:
+    for k, v in (pf.metadata.metadata or {}).items():
+        if k.startswith(b"ARROW:"):
+            continue  # base64 of the schema; the raw-bytes scan still covers it
+        if registry.leaks(k.decode("utf-8", "replace")) or registry.leaks(
+                v.decode("utf-8", "replace")):
+            raise KeySurvived("an API key survived redaction in the file metadata",
+                              file=label, field="metadata")
 
 
 def scan_trace(path: str, registry: KeyRegistry, *, label: str) -> None:
@@ -306,38 +351,54 @@ def scan_trace(path: str, registry: KeyRegistry, *, label: str) -> None:
     """
     pf = pq.ParquetFile(path)
     try:
-        for k, v in (pf.metadata.metadata or {}).items():
-            if k.startswith(b"ARROW:"):
-                continue  # base64 of the schema; the raw-bytes scan still covers it
-            if registry.leaks(k.decode("utf-8", "replace")) or registry.leaks(
-                    v.decode("utf-8", "replace")):
-                raise KeySurvived("an API key survived redaction in the file metadata",
-                                  file=label, field="metadata")
+        _check_metadata(pf, registry, label)
         for batch in pf.iter_batches(columns=["key", "body_hash", *TEXT_COLUMNS],
                                      batch_size=1 << 17):
-            for value in _unique_strings(batch.column("key")):
-                if not is_redacted(value):
-                    raise KeySurvived("a key value is not a pseudonym", file=label, field="key")
-            hashes = batch.column("body_hash").drop_null()
-            if len(hashes) and not pc.all(pc.match_substring_regex(
-                    hashes, r"^[0-9a-f]{16}$")).as_py():
-                raise KeySurvived("a body_hash is not 16 hex digits", file=label,
-                                  field="body_hash")
-            for name in TEXT_COLUMNS:
-                for value in _unique_strings(batch.column(name)):
-                    if registry.leaks(value):
-                        raise KeySurvived("an API key survived redaction", file=label,
-                                          field=name)
+            check_chunk(pa.Table.from_batches([batch]), registry, label=label)
     finally:
         pf.close()
     _scan_bytes(path, registry, label)
 
 
+def finish_scan(path: str, registry: KeyRegistry, *, label: str, text_rows: int) -> None:
+    """:func:`scan_trace` of a file whose chunks passed :func:`check_chunk` as they were
+    written: the file metadata, the text columns of the first ``text_rows`` rows (those
+    checked before the registry last grew) against every key now known, and the raw
+    bytes."""
+    pf = pq.ParquetFile(path)
+    try:
+        _check_metadata(pf, registry, label)
+        seen = 0
+        if text_rows > 0:
+            for batch in pf.iter_batches(columns=list(TEXT_COLUMNS), batch_size=1 << 17):
+                _check_text(batch.column, registry, label)
+                seen += batch.num_rows
+                if seen >= text_rows:
+                    break
+    finally:
+        pf.close()
+    _scan_bytes(path, registry, label)
+
+
+_CLASS_BYTES = {name: np.array([bool(re.fullmatch(f"[{chars}]", chr(b))) for b in range(256)])
+                for name, chars in _CLASSES}
+
+
+def _long_runs(data: bytes, table: np.ndarray, min_len: int) -> list[bytes]:
+    """The maximal runs of bytes in ``table`` at least ``min_len`` long."""
+    inside = table[np.frombuffer(data, dtype=np.uint8)].view(np.int8)
+    edges = np.diff(inside, prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long = ends - starts >= min_len
+    return [data[a:b] for a, b in zip(starts[long].tolist(), ends[long].tolist(),
+                                     strict=True)]
+
+
 def _scan_bytes(path: str, registry: KeyRegistry, label: str) -> None:
     """Search the raw file for every registered key.
 
-    Keys of a known character class are found through runs of that class (one regex
-    pass per class, then set look-ups of every key-length window of each run), so the
+    Keys of a known character class are found through runs of that class (one pass per
+    class over the bytes, then set look-ups of every key-length window of each run), so the
     cost does not grow with the number of keys; other keys are searched one by one.
     """
     keys = {k.encode("utf-8") for k in registry.keys}
@@ -352,8 +413,8 @@ def _scan_bytes(path: str, registry: KeyRegistry, label: str) -> None:
             loose.append(key)
         else:
             by_class.setdefault(cls, set()).add(key)
-    runs = [(re.compile(f"[{dict(_CLASSES)[c]}]{{{min(map(len, ks))},}}".encode()), ks,
-             sorted({len(k) for k in ks})) for c, ks in by_class.items()]
+    runs = [(_CLASS_BYTES[c], min(map(len, ks)), ks, sorted({len(k) for k in ks}))
+            for c, ks in by_class.items()]
     overlap = max(map(len, keys)) - 1
     tail = b""
     with open(path, "rb") as fh:
@@ -363,9 +424,8 @@ def _scan_bytes(path: str, registry: KeyRegistry, label: str) -> None:
                 return
             data = tail + block
             found = any(k in data for k in loose)
-            for pattern, ks, lengths in runs:
-                for m in pattern.finditer(data):
-                    run = m[0]
+            for table, min_len, ks, lengths in runs:
+                for run in _long_runs(data, table, min_len):
                     if any(run[i:i + n] in ks for n in lengths
                            for i in range(len(run) - n + 1)):
                         found = True

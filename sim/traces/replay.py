@@ -6,14 +6,19 @@ the kept rows only. Transforms, in this order:
 
 1. **time range** ``(start, end)``: keep requests with ``start <= t - t_start < end``
    seconds, where ``t_start`` is the first request of the whole trace.
-2. **recorded retries** (``drop_recorded_retries``): a row is a recorded retry when an
-   earlier row (by time, then file order) with the same key, method and ``body_hash``
-   (or, when the row has no ``body_hash``, the same key, method, items and profiles)
-   was refused by a limit (:data:`~sim.core.vocabulary.LIMIT_STATUSES`: 434, -32005,
-   430, 435) at most ``retry_window_s`` seconds
-   before it. Such rows are dropped, so that the simulator's own retry policy produces
-   the retries; a dropped retry that was itself refused by a limit still marks later
-   ones. Such refused rows up to ``retry_window_s`` before the range start count as earlier rows.
+2. **recorded retries** (``drop_recorded_retries``): rows are grouped by key, method and
+   ``body_hash`` (or, for rows without a ``body_hash``, by key, method, items and
+   profiles) and ordered by time, then file order; "refused" means refused by a limit
+   (:data:`~sim.core.vocabulary.LIMIT_STATUSES`: 434, -32005, 430, 435). A row *with* a
+   ``body_hash`` is a recorded retry when an earlier row of its group was refused at most
+   ``retry_window_s`` seconds before it (the body identifies the request). A row
+   *without* one is a recorded retry only when the row just before it in its group was
+   refused at most ``retry_window_s`` seconds before it: without a body every call of a
+   key looks alike, so one refusal explains one retry, not every later call of the key.
+   Recorded retries are dropped, so that the simulator's own retry policy produces them;
+   a dropped retry that was itself refused still marks later ones (a chain refused,
+   refused, admitted drops both retries). Rows up to ``retry_window_s`` before the range
+   start count as earlier rows.
 3. **origin**: ``t0_ns`` is the epoch ns of the first request left; times become
    seconds since it, divided by ``speed`` (``speed=2`` halves every inter-arrival time).
 4. **load multiplier** ``k``: ``floor(k)`` superposed copies of the trace plus one copy
@@ -149,14 +154,22 @@ def _check(speed, load_multiplier, phase_shift_s, time_range_s, retry_window_s) 
             bad("time_range_s", "(start, end) seconds with 0 <= start < end")
 
 
-def _retry_mask(t, key, method, sig, has_hash, refused, window_ns) -> np.ndarray:
-    """Rows that are recorded retries (rule in the module doc); ``t`` sorted ascending."""
+def _retry_mask(t, key, method, sig, has_hash, refused, window_ns
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(recorded retries, rows that can mark a later row)`` by the rule in the module
+    doc; ``t`` sorted ascending, rows in time then file order.
+
+    The rows that can mark a later row are the refused rows with a body hash and, of the
+    groups without one, the refused last row of each group: what a later piece of the
+    trace needs to know of this one (the stream's carry).
+    """
     n = len(t)
     if n == 0 or not refused.any():
-        return np.zeros(n, dtype=bool)
+        return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     order = np.lexsort((np.arange(n), t, sig, has_hash, method, key))
     k, m, s, h = key[order], method[order], sig[order], has_hash[order]
     ts, th = t[order], refused[order]
+    # with a body hash: the last refused row of the group before this one
     last = np.maximum.accumulate(np.where(th, np.arange(n), -1))
     prev = np.empty(n, dtype=np.int64)
     prev[0] = -1
@@ -164,10 +177,23 @@ def _retry_mask(t, key, method, sig, has_hash, refused, window_ns) -> np.ndarray
     ok = prev >= 0
     p = np.where(ok, prev, 0)
     same = ok & (k[p] == k) & (m[p] == m) & (s[p] == s) & (h[p] == h)
-    retry_sorted = same & (ts - ts[p] <= window_ns)
-    out = np.zeros(n, dtype=bool)
-    out[order] = retry_sorted
-    return out
+    by_hash = same & (ts - ts[p] <= window_ns)
+    # without one: the row just before this one in its group, if it was refused (a
+    # refusal explains one retry; the rows of a key all look alike without a body)
+    same_prev = np.zeros(n, dtype=bool)
+    same_prev[1:] = (k[1:] == k[:-1]) & (m[1:] == m[:-1]) & (s[1:] == s[:-1]) & (
+        h[1:] == h[:-1])
+    by_prev = np.zeros(n, dtype=bool)
+    by_prev[1:] = same_prev[1:] & th[:-1] & (ts[1:] - ts[:-1] <= window_ns)
+    retry_sorted = np.where(h, by_hash, by_prev)
+    last_of_group = np.ones(n, dtype=bool)
+    last_of_group[:-1] = ~same_prev[1:]
+    marks_sorted = th & (h | last_of_group)
+    retry = np.zeros(n, dtype=bool)
+    retry[order] = retry_sorted
+    marks = np.zeros(n, dtype=bool)
+    marks[order] = marks_sorted
+    return retry, marks
 
 
 def load_replay(path: str | os.PathLike, *, speed: float = 1.0, load_multiplier: float = 1.0,
@@ -327,7 +353,7 @@ def _load(pf, speed, k, shift, time_range_s, drop_retries, retry_window_s, rng, 
         retry = np.zeros(len(sig), dtype=bool)
         retry[idx] = _retry_mask(data["t"][idx], data["key"][idx], data["method"][idx],
                                  sig[idx], data["has_hash"][idx], data["refused"][idx],
-                                 window_ns)
+                                 window_ns)[0]
         del sig, idx
         if keep is not None:
             retry &= keep
@@ -614,20 +640,22 @@ class ReplayStream:
                 both = cur if carry is None else {
                     name: np.concatenate((carry[name], arr)) for name, arr in cur.items()}
                 n_carry = len(both["t"]) - len(cur["t"])
+                marks = np.zeros(len(both["t"]), dtype=bool)
                 if both["throttled"].any():
                     idx = _retry_candidates(both["key"], both["method"], both["sig"],
                                             both["throttled"])
                     retry = np.zeros(len(both["t"]), dtype=bool)
-                    retry[idx] = _retry_mask(both["t"][idx], both["key"][idx],
-                                             both["method"][idx], both["sig"][idx],
-                                             both["has_hash"][idx], both["throttled"][idx],
-                                             self.window_ns)
+                    retry[idx], marks[idx] = _retry_mask(
+                        both["t"][idx], both["key"][idx], both["method"][idx],
+                        both["sig"][idx], both["has_hash"][idx], both["throttled"][idx],
+                        self.window_ns)
                     retry = retry[n_carry:] & keep
                     self.dropped_retries += int(retry.sum())
                     keep &= ~retry
-                # throttled rows within the window of the last time mark later rows
+                # the rows that can still mark a later row (refused, within the window of
+                # the last time; without a body hash, only the last row of its group)
                 last = both["t"][-1]
-                held = both["throttled"] & (both["t"] >= last - self.window_ns)
+                held = marks & (both["t"] >= last - self.window_ns)
                 carry = {name: arr[held] for name, arr in both.items()}
             if not keep.all():
                 got = {name: arr[keep] for name, arr in got.items()}

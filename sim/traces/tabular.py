@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import CapsimError
+from . import strbytes
 from .problems import Problems
 from .redaction import MAX_KEY_LEN, MIN_KEY_LEN
 from .schema import APIS, NO_KEY
@@ -154,6 +155,59 @@ def _parse_floats(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return _np(clean.cast(pa.float64())), ok
 
 
+_FLOAT_BYTES = strbytes.byte_set("0123456789.")
+_HEX_BYTES = strbytes.byte_set("0123456789abcdefABCDEF")
+
+
+def _gated(values: pa.Array, gate: np.ndarray, fast, exact) -> tuple[np.ndarray, ...]:
+    """``(values, ok)`` by ``fast`` for the rows ``gate`` picks (values that certainly
+    pass the exact check, read as it reads them) and by ``exact`` for the other non-null
+    rows; null rows give ``(0, False)``, as in the exact path. ``fast`` may raise
+    :class:`pa.ArrowInvalid` to send every row the exact way."""
+    valid = strbytes.valid_mask(values)
+    rest = valid & ~gate
+    try:
+        if not rest.any() and gate.all():
+            return fast(values)
+        got = fast(values.filter(pa.array(gate))) if gate.any() else None
+    except pa.ArrowInvalid:
+        return exact(values)
+    n = len(values)
+    out = None
+    if got is not None:
+        out = tuple(np.zeros(n, dtype=a.dtype) for a in got)
+        for o, a in zip(out, got, strict=True):
+            o[gate] = a
+    if rest.any():
+        more = exact(values.filter(pa.array(rest)))
+        if out is None:
+            out = tuple(np.zeros(n, dtype=a.dtype) for a in more)
+        for o, a in zip(out, more, strict=True):
+            o[rest] = a
+    return out if out is not None else exact(values)
+
+
+def _plain_ints(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Values of 1 to 18 decimal digits (:data:`_INT_RE` reads them so)."""
+    return _np(pc.fill_null(values.cast(pa.int64()), 0)), np.ones(len(values), dtype=bool)
+
+
+def _plain_floats(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Values of digits and dots that Arrow reads as numbers: one dot at most and a
+    digit, so :data:`_FLOAT_RE` matches them; Arrow raises on the others."""
+    return _np(pc.fill_null(values.cast(pa.float64()), 0.0)), np.ones(len(values), dtype=bool)
+
+
+def _text_ints(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    gate = _bools(pc.ascii_is_decimal(values)) & (_np(pc.binary_length(values)) <= 18)
+    return _gated(values, gate, _plain_ints, lambda v: _per_value(v, _parse_ints))
+
+
+def _text_floats(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    gate = strbytes.all_bytes_in(values, _FLOAT_BYTES)
+    return _gated(values, gate, _plain_floats, lambda v: _per_value(v, _parse_floats))
+
+
 class _Chunk:
     """One chunk of raw columns being validated; collects masks of bad rows."""
 
@@ -180,7 +234,9 @@ class _Chunk:
         if pa.types.is_dictionary(typ):
             arr = arr.cast(typ.value_type)
             typ = arr.type
-        if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
+        if pa.types.is_binary(typ) and strbytes.is_ascii(arr):  # valid UTF-8 as it is
+            arr = pa.Array.from_buffers(pa.string(), len(arr), arr.buffers(), offset=arr.offset)
+        elif pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
             try:
                 arr = arr.cast(pa.string())
             except pa.ArrowInvalid:
@@ -197,10 +253,17 @@ class _Chunk:
             arr = pa.nulls(len(arr), pa.string())
         elif not pa.types.is_string(typ):
             arr = arr.cast(pa.string())
-        arr = pc.utf8_trim_whitespace(arr)
-        empty = pc.equal(pc.binary_length(arr), 0)
-        if pc.any(empty).as_py():
-            arr = pc.if_else(empty, pa.scalar(None, pa.string()), arr)
+        if strbytes.edge_may_be_space(arr):
+            arr = pc.utf8_trim_whitespace(arr)
+        offsets, _ = strbytes.parts(arr)
+        empty = (np.diff(offsets) == 0) & strbytes.valid_mask(arr)
+        if empty.any():
+            if arr.offset == 0:  # the same strings, empty ones masked as null
+                keep = pa.array(strbytes.valid_mask(arr) & ~empty)
+                arr = pa.Array.from_buffers(pa.string(), len(arr),
+                                            [keep.buffers()[1], *arr.buffers()[1:]])
+            else:
+                arr = pc.if_else(pa.array(empty), pa.scalar(None, pa.string()), arr)
         self.text_cache[role] = arr
         return arr
 
@@ -226,7 +289,7 @@ class _Chunk:
             return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         present = self.present(role)
         if self.is_text(role):
-            values, ok = _per_value(self.text(role), _parse_ints)
+            values, ok = _text_ints(self.text(role))
         else:
             arr = self.raw[role]
             if pa.types.is_floating(arr.type):
@@ -246,7 +309,7 @@ class _Chunk:
             return np.zeros(n), np.zeros(n, dtype=bool)
         present = self.present(role)
         if self.is_text(role):
-            values, ok = _per_value(self.text(role), _parse_floats)
+            values, ok = _text_floats(self.text(role))
         else:
             # unsafe: an integer beyond 2**53 rounds to the nearest double, as Python's
             # float() of the same JSON number does (a safe cast raised ArrowInvalid)
@@ -256,12 +319,22 @@ class _Chunk:
         self.mark(role, present & ~ok)
         return np.where(ok, values, 0.0), present & ok
 
-    def string(self, role: str, pattern: str) -> tuple[pa.Array, np.ndarray]:
+    def string(self, role: str, pattern: str, fast: tuple | None = None
+               ) -> tuple[pa.Array, np.ndarray]:
+        """``fast``: ``(bytes, min length, max length)`` that certainly match ``pattern``."""
         if role not in self.raw:
             return pa.nulls(self.n, pa.string()), np.zeros(self.n, dtype=bool)
         text = self.text(role)
         present = self.present(role)
-        (ok,) = _per_value(text, lambda v: (_bools(pc.match_substring_regex(v, pattern)),))
+
+        def exact(v):
+            return _per_value(v, lambda w: (_bools(pc.match_substring_regex(w, pattern)),))
+
+        if fast is None:
+            (ok,) = exact(text)
+        else:
+            gate = strbytes.all_bytes_in(text, *fast)
+            (ok,) = _gated(text, gate, lambda v: (np.ones(len(v), dtype=bool),), exact)
         self.mark(role, present & ~ok)
         return text, present & ok
 
@@ -332,7 +405,7 @@ def normalize(raw: dict[str, pa.Array], labels: dict[str, str], lines: np.ndarra
     status, status_ok = ch.integer("status", -(2**31), INT32_MAX)
     latency, latency_ok = ch.number("latency_ms")
     retry_after, retry_after_ok = ch.number("retry_after_s")
-    body_hash, _ = ch.string("body_hash", _HASH_RE)
+    body_hash, _ = ch.string("body_hash", _HASH_RE, fast=(_HEX_BYTES, 16, 64))
 
     n_profiles = np.zeros(n, dtype=np.int64)
     if profiles_ok.any():
@@ -373,22 +446,31 @@ def normalize(raw: dict[str, pa.Array], labels: dict[str, str], lines: np.ndarra
     keep = ~invalid & ~blank
     if not keep.any():
         return None
+    whole = bool(keep.all())  # the common case: no row to drop, nothing to copy
     sel = pa.array(keep)
 
+    def kept(values):
+        return values if whole else (values.filter(sel) if isinstance(values, pa.Array)
+                                     else values[keep])
+
     def opt(values: np.ndarray, ok: np.ndarray, typ: pa.DataType) -> pa.Array:
-        return pa.array(values[keep], typ, mask=~ok[keep])
+        return pa.array(kept(values), typ, mask=~kept(ok))
 
     hashes = None
     if "body_hash" in raw:
-        hashes = pc.utf8_lower(pc.utf8_slice_codeunits(body_hash, 0, 16)).filter(sel)
+        present = strbytes.valid_mask(body_hash)
+        if not (strbytes.all_bytes_in(body_hash, strbytes.LOWER_HEX, 16, 16)
+                == present).all():  # else every hash is already 16 lower-case digits
+            body_hash = pc.utf8_lower(pc.utf8_slice_codeunits(body_hash, 0, 16))
+        hashes = kept(body_hash)
     return {
-        "time_ns": time_ns[keep],
-        "api": pc.utf8_lower(api_text).filter(sel),
-        "method": method.filter(sel),
-        "key": key_text.filter(sel) if "key" in raw else None,
-        "region": region.filter(sel) if "region" in raw else None,
+        "time_ns": kept(time_ns),
+        "api": kept(pc.utf8_lower(api_text)),
+        "method": kept(method),
+        "key": kept(key_text) if "key" in raw else None,
+        "region": kept(region) if "region" in raw else None,
         "items": opt(items, items_ok, pa.int32()),
-        "profiles": profiles.filter(sel) if "profiles" in raw else None,
+        "profiles": kept(profiles) if "profiles" in raw else None,
         "gas_used": opt(gas, gas_ok, pa.int64()),
         "cu": opt(cu, cu_ok, pa.float64()),
         "status": opt(status, status_ok, pa.int32()),

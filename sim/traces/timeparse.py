@@ -28,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import strbytes
+
 NS = 1_000_000_000
 MIN_NS = 946_684_800 * NS  # 2000-01-01T00:00:00Z
 MAX_NS = 7_258_118_400 * NS  # 2200-01-01T00:00:00Z
@@ -61,6 +63,15 @@ def _days_in_month(y, m):
     return table[m] + ((m == 2) & leap)
 
 
+_MONTH_DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _month_days(y: int, m: int) -> int:
+    """:func:`_days_in_month` of one date, without building arrays."""
+    leap = (y % 4 == 0 and y % 100 != 0) or y % 400 == 0
+    return _MONTH_DAYS[m] + (m == 2 and leap)
+
+
 def _offset_seconds(z: str) -> int | None:
     if not z or z in "Zz":
         return 0
@@ -89,7 +100,7 @@ def parse_time_text(text: str) -> int | None:
             return None
         y, mo, d = int(m["Y"]), int(m["M"]), int(m["D"])
         h, mi, s = int(m["h"]), int(m["m"]), int(m["s"] or 0)
-        if not (1 <= mo <= 12) or d < 1 or d > int(_days_in_month(y, mo)):
+        if not (1 <= mo <= 12) or d < 1 or d > _month_days(y, mo):
             return None
         if h > 23 or mi > 59 or s > 59:
             return None
@@ -150,8 +161,18 @@ def parse_time_array(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised :func:`parse_time_text` over a string array.
 
     Returns ``(ns, ok)``: int64 ns (0 where not ok) and a bool mask of rows that hold a
-    valid, in-range time. Nulls are not ok.
+    valid, in-range time. Nulls are not ok. Values in the layout of the first one (most
+    sources write every time alike) are read from their bytes by
+    :func:`_fixed_layout_times`; the others as described in the module doc.
     """
+    if pa.types.is_string(values.type):
+        fast = _fixed_layout_times(values)
+        if fast is not None:
+            return fast
+    return _general_time_array(values)
+
+
+def _general_time_array(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     n = len(values)
     ns = np.zeros(n, dtype=np.int64)
     ok = np.zeros(n, dtype=bool)
@@ -215,3 +236,130 @@ def _exact_time_array(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
             ok |= iso_ok
     ok &= (ns >= MIN_NS) & (ns < MAX_NS)
     return np.where(ok, ns, 0), ok
+
+
+# -- one fixed layout, read from the bytes ------------------------------------------------
+
+def _layout(text: str) -> tuple[str, dict[str, tuple[int, int]], np.ndarray] | None:
+    """``(kind, digit fields, digit positions)`` of one whole time value: each field's
+    ``(start, end)``, the fraction from its first digit to its last (digits past the
+    9th are truncated), ``zh`` / ``zm`` the zone's hours and minutes; None when the value
+    is neither spelling."""
+    m = _EPOCH_RE.fullmatch(text)
+    if m:
+        kind, fields = "epoch", {"i": m.span("i")}
+        if m["f"] is not None:
+            fields["f"] = (m.start("f"), len(text))
+    else:
+        m = _ISO_RE.fullmatch(text)
+        if not m:
+            return None
+        kind, fields = "iso", {k: m.span(k) for k in "YMDhm"}
+        if m["s"] is not None:
+            fields["s"] = m.span("s")
+        if m["f"] is not None:
+            fields["f"] = (m.start("f"), m.start("z") if m["z"] is not None else len(text))
+        zone = m["z"] or ""
+        if zone not in ("", "Z", "z"):
+            start = m.start("z")
+            fields["zh"] = (start + 1, start + 3)
+            if len(zone) > 3:
+                fields["zm"] = (start + len(zone) - 2, start + len(zone))
+    digits = np.zeros(len(text), dtype=bool)
+    for a, b in fields.values():
+        digits[a:b] = True
+    return kind, fields, digits
+
+
+def _fields(cols: np.ndarray, fields: dict[str, tuple[int, int]]) -> dict[str, np.ndarray]:
+    """Each digit field's value per row (the fraction in ns: its first nine digits, the
+    rest truncated), from ``cols``: one row of bytes per position."""
+    cols = cols.astype(np.int32)
+    cols -= 48
+    out = {}
+    for name, (a, b) in fields.items():
+        stop = min(b, a + 9) if name == "f" else b
+        # int32 holds nine digits; epoch seconds have up to eleven
+        acc = np.zeros(cols.shape[1], dtype=np.int32 if stop - a <= 9 else np.int64)
+        for p in range(a, stop):
+            acc *= 10
+            acc += cols[p]
+        if name == "f" and stop - a < 9:
+            acc *= 10 ** (9 - (stop - a))
+        out[name] = acc.astype(np.int64)
+    return out
+
+
+def _layout_values(cols: np.ndarray, kind: str, fields: dict, row0: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(ns, ok)`` of rows in one layout (every digit position a digit, every other byte
+    as in ``row0``): the same numbers and checks as :func:`_exact_time_array`."""
+    get = _fields(cols, fields)
+    frac = get.get("f", 0)
+    if kind == "epoch":
+        secs = get["i"]
+        good = secs < MAX_NS // NS
+    else:
+        y, mo, d, h, mi = (get[k] for k in "YMDhm")
+        s = get.get("s", 0)
+        mo_safe = np.clip(mo, 1, 12)
+        good = (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= _days_in_month(y, mo_safe))
+        good &= (h <= 23) & (mi <= 59) & (s <= 59)
+        offset = 0
+        if "zh" in fields:
+            zh, zm = get["zh"], get.get("zm", 0)
+            good &= (zh <= 23) & (zm <= 59)
+            sign = -1 if row0[fields["zh"][0] - 1] == ord("-") else 1
+            offset = sign * (zh * 3600 + zm * 60)
+        secs = _days_from_civil(y, mo_safe, d) * 86400 + h * 3600 + mi * 60 + s - offset
+        good &= secs >= MIN_NS // NS - 1  # int64-safe below
+        good &= secs < MAX_NS // NS
+    ns = np.where(good, secs, 0) * NS + frac
+    ok = good & (ns >= MIN_NS) & (ns < MAX_NS)
+    return np.where(ok, ns, 0), ok
+
+
+def _fixed_layout_times(values: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`parse_time_array` for the rows spelled in the layout of the first value
+    (same length, digits where it has digits, its other bytes where it has them): a
+    layout fixes which regex groups a value has, so those rows are read from the bytes
+    with the exact path's arithmetic and checks; the other rows take the exact path.
+    None when the first value has no layout of its own."""
+    n = len(values)
+    valid = strbytes.valid_mask(values)
+    if not valid.any():
+        return None
+    offsets, data = strbytes.parts(values)
+    first = int(np.argmax(valid))
+    row0 = data[offsets[first]:offsets[first + 1]]
+    try:
+        layout = _layout(row0.tobytes().decode("ascii"))
+    except UnicodeDecodeError:
+        return None
+    if layout is None:
+        return None
+    kind, fields, digits = layout
+    cand = valid & (np.diff(offsets) == len(row0))
+    sub = values if cand.all() else values.filter(pa.array(cand))
+    mat = strbytes.fixed_width(sub)
+    if mat is None:
+        return None
+    cols = np.ascontiguousarray(mat.T)  # one row of bytes per position
+    shaped = np.ones(len(mat), dtype=bool)
+    for p in range(len(row0)):
+        if digits[p]:
+            shaped &= (cols[p] - np.uint8(48)) < 10
+        else:
+            shaped &= cols[p] == row0[p]
+    ns_sub, ok_sub = _layout_values(cols, kind, fields, row0)
+    ns = np.zeros(n, dtype=np.int64)
+    ok = np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(cand)
+    ns[rows] = np.where(shaped, ns_sub, 0)
+    ok[rows] = shaped & ok_sub
+    rest = valid.copy()
+    rest[rows[shaped]] = False
+    if rest.any():
+        ns_rest, ok_rest = _general_time_array(values.filter(pa.array(rest)))
+        ns[rest], ok[rest] = ns_rest, ok_rest
+    return ns, ok

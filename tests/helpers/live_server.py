@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from sim.config.resolved import load
 from sim.config.tiers import find_tier
+from sim.live import misbehave
 
 BASE = """
 name = "live-test"
@@ -53,10 +53,7 @@ class Server:
         return f"https://127.0.0.1:{self.port}{path}"
 
     def headers(self, host: str, key: str | None = "k1") -> dict:
-        h = {"host": f"{host}.localhost:{self.port}", "content-type": "application/json"}
-        if key is not None:
-            h["x-api-key"] = key
-        return h
+        return misbehave.headers(self.port, host, key)
 
     @staticmethod
     def sni(host: str) -> dict:
@@ -92,7 +89,8 @@ def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float
             try:
                 await serve(loaded, tier_obj,
                             ServeOptions(port=0, time_scale=time_scale, cert_dir=str(certs),
-                                         access_log=access_log, warn=lines.append),
+                                         access_log=access_log, warn=lines.append,
+                                         freeze_startup=False),
                             announce, box["stop"], ready=up)
             finally:
                 ready.set()
@@ -111,7 +109,3 @@ def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float
         server.loop.call_soon_threadsafe(server.stop.set)
         thread.join(15)
         assert not thread.is_alive(), "server did not stop"
-
-
-def rpc_body(method: str = "svc_call", ident: int = 1) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": []}).encode()

@@ -35,6 +35,7 @@ from sim.core.vocabulary import CONN_430, OK, OUTCOMES, Rng
 from sim.model.accounts import build_accounts
 from sim.model.transport import QUEUED, REFUSED, ClientPool
 from sim.policy.admission import ORDER
+from sim.policy.connections import AccountConnections
 from sim.policy.pacing import TokenBucket
 from sim.policy.retry import RetryDecider
 from sim.workload.demand import Plan
@@ -59,6 +60,7 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
     attempts: list[dict] = []
     requests: list[dict] = []
     pools: dict[tuple[int, int], ClientPool] = {}
+    no_account = AccountConnections.unlimited()
 
     def stream_ready(event, start, conn, since):  # a queued request got its stream
         event.succeed((start, conn, since))
@@ -67,8 +69,10 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
         if (source, region) not in pools:
             client = clients[source]
             key_account = tab.key_account[tab.keys.index(sc.sources[source].key)]
+            # A key of no account: its connections belong to none (spec 8.4, per account).
             pools[source, region] = ClientPool(
-                accounts[max(0, key_account)].connections, tab.regions[region], env,
+                accounts[key_account].connections if key_account >= 0 else no_account,
+                tab.regions[region], env,
                 rtt_s=2 * half_rtt[region],
                 max_streams=(client.http.max_streams_per_conn
                              if client.http_version == "2" else 1),

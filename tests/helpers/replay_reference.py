@@ -3,7 +3,10 @@ trace loaded in memory (:func:`sim.traces.replay.load_replay`), renamed by the m
 then turned into demand columns row by row. Tests hold the streamed demand to it.
 
 (The code of ``sim.workload.replay_source`` and ``apply_method_map`` as they were, kept
-here as the reference.)
+here as the reference.) The rows come from ``load_replay`` as it is now, so the reference
+follows the current recorded-retry rule (one refusal explains one row without a body
+hash); ``tests/unit/traces/test_trace_recorded_retries.py`` holds that rule to a
+brute-force search.
 """
 
 from __future__ import annotations

@@ -14,11 +14,7 @@ window boundary, which are counted.
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -27,6 +23,7 @@ import pytest
 from sim.calibration.agreement import compare
 from sim.config.resolved import load
 from sim.config.tiers import find_tier
+from sim.live import child
 from sim.live.drive import DriveOptions, run_drive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,42 +32,18 @@ TIME_SCALE = 1.2
 BOUNDARY_WALL_S = 0.005  # "a few milliseconds" of wall time, scaled to service time
 
 
-def _start_server(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, int, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sim.cli.main", "serve", *args, "--port", "0",
-         "--cert-dir", str(tmp_path / "certs")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    port, ca = None, None
-    deadline = time.time() + 60
-    while time.time() < deadline and (port is None or ca is None):
-        line = proc.stdout.readline()
-        if not line:
-            break
-        if m := re.search(r"https://127\.0\.0\.1:(\d+)", line):
-            port = int(m.group(1))
-        if line.startswith("CA certificate: "):
-            ca = line.split(": ", 1)[1].strip()
-    assert port and ca, "capsim serve did not announce its port and CA"
-    return proc, port, ca
-
-
-def _stop(proc: subprocess.Popen) -> tuple[int, str]:
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=20)
-    return proc.returncode, out
-
-
 @pytest.mark.slow
 def test_sim_and_emulator_agree_on_at_least_99_percent_of_decisions(tmp_path):
-    proc, port, ca = _start_server(tmp_path, str(SCENARIO), "--tier", "Mini",
-                                   "--time-scale", str(TIME_SCALE))
+    server = child.start([str(SCENARIO), "--tier", "Mini", "--time-scale", str(TIME_SCALE)],
+                         tmp_path / "certs", cwd=ROOT)
     try:
         loaded = load(SCENARIO)
         out = tmp_path / "driven.parquet"
         result = asyncio.run(run_drive(loaded, DriveOptions(
-            target=f"https://127.0.0.1:{port}", time_scale=TIME_SCALE, ca_path=ca), out))
+            target=f"https://127.0.0.1:{server.port}", time_scale=TIME_SCALE,
+            ca_path=server.ca), out))
     finally:
-        code, log = _stop(proc)
+        code, log = child.stop(server)
     assert code == 0, log
     recorded = result.outcomes
     # The scenario does cross every limit it is meant to cross.
@@ -89,11 +62,10 @@ def test_sim_and_emulator_agree_on_at_least_99_percent_of_decisions(tmp_path):
 
 def test_serve_stops_cleanly_on_sigterm_and_sigint(tmp_path):
     for sig in (signal.SIGTERM, signal.SIGINT):
-        proc, port, _ = _start_server(tmp_path, "--tier", "RPC")
-        assert port > 0
-        proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=20)
-        assert proc.returncode == 0, out
+        server = child.start(["--tier", "RPC"], tmp_path / "certs", cwd=ROOT)
+        assert server.port > 0
+        code, out = child.stop(server, sig=sig)
+        assert code == 0, out
         assert "capsim serve: stopped" in out
         assert "Traceback" not in out
 

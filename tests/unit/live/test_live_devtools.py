@@ -17,7 +17,7 @@ import ssl
 
 import httpx
 import pytest
-from live_server import BASE, rpc_body, running_server
+from live_server import BASE, running_server
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -28,6 +28,7 @@ from sim.core.pseudonyms import pseudonym
 from sim.live import server as server_mod
 from sim.live.app import EmulatorApp
 from sim.live.certs import hostnames, make_certificate
+from sim.live.misbehave import rpc_body
 from sim.live.server import ServeOptions, serve
 from sim.policy.admission import Admission
 
@@ -272,3 +273,38 @@ def test_the_access_log_never_blocks_the_server_on_a_pipe_nobody_reads():
     assert log.lines == n and 0 < log.dropped <= n - AccessLog.QUEUE_LINES
     os.close(read_end)  # the log thread's write fails now; close() gives up after 1 s
     log.close()
+
+
+def test_a_request_is_decided_at_its_read_time_not_when_the_loop_took_it_up(tmp_path):
+    """The event loop takes a request up 0.3 wall s after reading it (a busy loop, made
+    here by a slow ``_stalled``): at time scale 10 the old server decided it 3 service s
+    late (``x-capsim-t`` = send + 3 s); now it is decided when its bytes were read, and
+    the delay is reported (``arrival_lateness``) and warned about (over 0.1 service s)."""
+    import time
+
+    from live_server import running_server
+
+    async def go(server):
+        async def slow_takeup() -> bool:
+            await asyncio.sleep(0.3)
+            return False
+        server.app._stalled = slow_takeup
+        async with httpx.AsyncClient(http2=True, timeout=20,
+                                     verify=ssl.create_default_context(cafile=server.ca)) as c:
+            await c.get(server.url("/healthz"), headers=server.headers("rpc"),
+                        extensions=server.sni("rpc"))  # connected before the clock is read
+            clock = server.app.clock
+            sent = clock.at(time.time())
+            r = await c.post(server.url("/"), content=rpc_body(), headers=server.headers("rpc"),
+                             extensions=server.sni("rpc"))
+        assert r.status_code == 200
+        decided = float(r.headers["x-capsim-t"])
+        assert sent <= decided + 1e-3 and decided - sent < 1.0  # was sent + 3.0
+        assert server.app.arrival_late.max_s > 2.5
+    with running_server(tmp_path, "", "All 3 APIs", 10.0) as server:
+        asyncio.run(go(server))
+        deadline = time.monotonic() + 5
+        while not any("after it was read" in ln for ln in server.lines) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("taken up" in ln and "after it was read" in ln for ln in server.lines)

@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import ssl
-import struct
-import time
 
-import h2.config
-import h2.connection
 import h2.errors
 import h2.events
 import httpx
 import psutil
 import pytest
-from live_server import rpc_body, running_server
+from live_server import running_server
 
+from sim.live import misbehave
 from sim.live.app import MAX_BODY_BYTES
 from sim.live.connections import DISCARD_BYTES
+from sim.live.misbehave import rpc_body
 
 SLOW_METHOD = """
 [methods.svc_slow]
@@ -37,8 +33,8 @@ service_time = { dist = "constant", value = 300 }
 """At time scale 100, 3 wall seconds of service: long enough to abort during it."""
 
 
-def _ctx(server) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=server.ca)
+def _ctx(server):
+    return misbehave.context(server.ca)
 
 
 def _client(server, **kw) -> httpx.AsyncClient:
@@ -55,53 +51,6 @@ async def _rpc(client, server, method="svc_call", key="k1", body=None, host="rpc
                              headers=server.headers(host, key), extensions=server.sni(host))
 
 
-class RawH2:
-    """A raw HTTP/2 client over TLS (the ``h2`` library), for what httpx will not do."""
-
-    def __init__(self, server, host: str = "rpc") -> None:
-        ctx = _ctx(server)
-        ctx.set_alpn_protocols(["h2"])
-        raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-        self.sock = ctx.wrap_socket(raw, server_hostname=f"{host}.localhost")
-        assert self.sock.selected_alpn_protocol() == "h2"
-        self.authority = f"{host}.localhost:{server.port}"
-        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-        self.conn.initiate_connection()
-        self.flush()
-
-    def flush(self) -> None:
-        self.sock.sendall(self.conn.data_to_send())
-
-    def request(self, sid: int, body: bytes, *, key: str = "k1", end: bool = True,
-                path: str = "/") -> None:
-        self.conn.send_headers(sid, [
-            (":method", "POST"), (":path", path), (":scheme", "https"),
-            (":authority", self.authority), ("content-type", "application/json"),
-            ("x-api-key", key)])
-        self.conn.send_data(sid, body, end_stream=end)
-        self.flush()
-
-    def events(self, until, limit_s: float = 20.0) -> list:
-        """Read until ``until(events)`` holds (bounded by ``limit_s`` of reading)."""
-        got: list = []
-        deadline = time.monotonic() + limit_s
-        while not until(got) and time.monotonic() < deadline:
-            data = self.sock.recv(65536)
-            if not data:
-                break
-            got.extend(self.conn.receive_data(data))
-            self.flush()
-        return got
-
-    def kill(self) -> None:
-        """Close as a killed process's socket does: RST, no TLS close_notify."""
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.sock.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 async def _wait_health(server, ok, limit: int = 100) -> dict:
     health = await _health(server)
     for _ in range(limit):
@@ -116,27 +65,17 @@ def test_aborted_requests_release_their_connections_and_are_still_settled(tmp_pa
     async def go(server):
         lim = server.app.admission.limiter
         # 150 connections, each closed with a request unanswered, in four ways.
+        args = (server.port, server.ca, "k1", "svc_slow")
         for i in range(150):
             kind = i % 4
             if kind == 0:  # killed client: RST while the request is in its service time
-                c = await asyncio.to_thread(RawH2, server)
-                await asyncio.to_thread(c.request, 1, rpc_body("svc_slow"))
-                await asyncio.sleep(0.01)
-                c.kill()
+                await asyncio.to_thread(misbehave.killed, *args, after_s=0.01)
             elif kind == 1:  # half-sent body: no END_STREAM, then the client goes away
-                c = await asyncio.to_thread(RawH2, server)
-                await asyncio.to_thread(c.request, 1, rpc_body("svc_slow")[:20], end=False)
-                await asyncio.sleep(0.01)
-                c.close()
+                await asyncio.to_thread(misbehave.half_sent, *args, after_s=0.01)
             elif kind == 2:  # client timeout shorter than the service time
-                async with _client(server, timeout=0.05) as c:
-                    with pytest.raises(httpx.TimeoutException):
-                        await _rpc(c, server, "svc_slow")
+                assert await misbehave.client_timeout(*args)
             else:  # never reads: sends, then closes without reading a byte
-                c = await asyncio.to_thread(RawH2, server)
-                await asyncio.to_thread(c.request, 1, rpc_body("svc_slow"))
-                await asyncio.sleep(0.01)
-                c.close()
+                await asyncio.to_thread(misbehave.never_reads, *args, streams=1, after_s=0.01)
         health = await _wait_health(server, lambda h: h["connections"]["account_active"] == 0)
         stats = lim.window_stats()
         admitted_cu, settled_cu = 10 * sum(stats.admitted), sum(stats.settled_cu)
@@ -165,16 +104,14 @@ def test_aborted_requests_release_their_connections_and_are_still_settled(tmp_pa
 
 def test_connections_without_a_valid_key_belong_to_no_account(tmp_path):
     async def go(server):
-        statuses = []
         # 40 HTTP/2 connections with a wrong key, 10 with none, 37 over HTTP/1.1: all
         # within one service second (scale 0.05: 20 wall seconds).
-        for i in range(50):
-            async with _client(server) as c:
-                r = await _rpc(c, server, "svc_pendingBlock", key=None if i % 5 == 0 else "bad")
-                statuses.append(r.status_code)
+        statuses = await misbehave.keyless(server.port, server.ca, "svc_pendingBlock",
+                                           keys=tuple(None if i % 5 == 0 else "bad"
+                                                      for i in range(50)))
         for _ in range(32):
-            async with httpx.AsyncClient(http1=True, http2=False, verify=_ctx(server)) as c:
-                statuses.append((await _rpc(c, server, "svc_pendingBlock")).status_code)
+            statuses.append(await misbehave.http11(server.port, server.ca, "k1",
+                                                   "svc_pendingBlock"))
         for _ in range(5):  # HTTP/1.1 with the key, on a path that needs no HTTP/2
             async with httpx.AsyncClient(http1=True, http2=False, verify=_ctx(server)) as c:
                 r = await c.get(server.url("/nothing"), headers=server.headers("rpc"),
@@ -222,55 +159,14 @@ def _rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
-def _upload(server, total: int, key: str) -> tuple[int | None, int | None, int]:
-    """Stream ``total`` bytes of body on a raw HTTP/2 stream, as flow control allows,
-    until the server answers and resets the stream: ``(status, reset code, sent)``."""
-    c = RawH2(server)
-    try:
-        c.conn.send_headers(1, [(":method", "POST"), (":path", "/"), (":scheme", "https"),
-                                (":authority", c.authority),
-                                ("content-type", "application/json"), ("x-api-key", key)])
-        c.flush()
-        chunk = b" " * 16384
-        sent, status, reset, ended = 0, None, None, False
-        c.sock.settimeout(10)
-        for _ in range(100_000):  # bounded: 200 MB is 12,800 frames
-            if reset is not None or (ended and sent >= total):
-                break
-            # Like a client that does not look at replies while it uploads.
-            window = min(c.conn.local_flow_control_window(1), len(chunk), total - sent)
-            if window > 0:
-                c.conn.send_data(1, chunk[:window], end_stream=sent + window >= total)
-                sent += window
-                c.flush()
-                continue
-            data = c.sock.recv(65536)
-            if not data:
-                break
-            for e in c.conn.receive_data(data):
-                if isinstance(e, h2.events.ResponseReceived):
-                    status = int(dict(e.headers)[b":status"])
-                elif isinstance(e, h2.events.StreamReset):
-                    reset = e.error_code
-                elif isinstance(e, h2.events.StreamEnded):
-                    ended = True
-            c.flush()
-        return status, reset, sent
-    finally:
-        c.close()
-
-
-def _rss_mb() -> float:
-    return psutil.Process().memory_info().rss / 2**20
-
-
 def test_a_200_mb_body_is_refused_while_it_streams_in(tmp_path):
     total = 200 * 2**20
 
     async def go(server):
         base = peak = _rss_mb()
         for key, expected in (("k1", 413), ("bad", 401)):
-            status, reset, sent = await asyncio.to_thread(_upload, server, total, key)
+            status, reset, sent = await asyncio.to_thread(misbehave.upload, server.port,
+                                                          server.ca, total, key)
             peak = max(peak, _rss_mb())
             # Answered, then the rest refused: RST_STREAM NO_ERROR after at most
             # MAX_BODY_BYTES + DISCARD_BYTES and a few flow-control windows.
@@ -339,25 +235,8 @@ def test_json_rpc_errors_notifications_and_content_type(tmp_path):
 
 def test_33_streams_before_settings_refuse_only_the_extra_one(tmp_path):
     def go(server):
-        c = RawH2(server)
-        try:
-            ids = [1 + 2 * i for i in range(33)]
-            for sid in ids:  # all sent before reading the server's SETTINGS
-                c.conn.send_headers(sid, [
-                    (":method", "POST"), (":path", "/"), (":scheme", "https"),
-                    (":authority", c.authority), ("content-type", "application/json"),
-                    ("x-api-key", "k1")])
-                c.conn.send_data(sid, rpc_body("svc_slow", sid), end_stream=True)
-            c.flush()
-
-            def done(events) -> bool:
-                ended = {e.stream_id for e in events
-                         if isinstance(e, h2.events.StreamEnded | h2.events.StreamReset)}
-                return len(ended) == 33 or any(
-                    isinstance(e, h2.events.ConnectionTerminated) for e in events)
-            events = c.events(done, limit_s=30)
-        finally:
-            c.close()
+        ids, events = misbehave.streams_before_settings(server.port, server.ca, "k1",
+                                                        "svc_slow", streams=33)
         assert not any(isinstance(e, h2.events.ConnectionTerminated) for e in events)
         resets = [e for e in events if isinstance(e, h2.events.StreamReset)]
         assert [(e.stream_id, e.error_code) for e in resets] == [

@@ -17,11 +17,12 @@ import ssl
 
 import httpx
 import pytest
-from live_server import rpc_body, running_server
+from live_server import running_server
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from sim.live.drive import sizing_body
+from sim.live.misbehave import rpc_body
 
 SLOW = 0.05  # service seconds per wall second: a 12 s window lasts 240 s of wall time
 

@@ -77,6 +77,36 @@ def test_new_connections_a_second_later_are_admitted():
     assert res.connections.opened == 64
 
 
+def test_connections_of_an_unknown_key_belong_to_no_account():
+    """Spec 8.4's limits are per account and a connection presenting no valid key is no
+    account's: 40 new connections of a key nobody holds (each request its own
+    connection, all at t=0) get 401 and leave the account's 32 new ones a second free, so
+    the real key's 32 at t=0.5 are all served. Fails on the old model, which opened them
+    against the first account: 32 of the 40 admitted (8 refused with 430), then all 32
+    of the real key refused with 430."""
+    raw = scenario_raw(duration=10, tiers=["Advanced bundle"], sources="", tables="""
+[[regions]]
+name = "r"
+rtt_ms = 0
+[clients.default]
+retry = { policy = "none" }
+http = { reuse = false }
+[methods.svc_call]
+service_time = { dist = "constant", value = 0.1 }
+""")
+    raw["sources"] = [
+        {"name": name, "key": key, "arrival": {"process": "block", "per_block": n,
+                                               "slot_s": 100.0, "offset_s": t}}
+        for name, key, n, t in (("ghost", "nobody", 40, 0.0), ("real", "k", 32, 0.5))]
+    plan = build_plan(validate(raw, "test"))
+    res = TierRun(plan, find_tier("Advanced bundle")).run()
+    src, out = res.attempts["source"], res.attempts["outcome"]
+    ghost, real = (i for i, s in enumerate(plan.scenario.sources) if s.name in ("ghost", "real"))
+    assert (out[src == ghost] == rc.AUTH_401).sum() == 40
+    assert (out[src == real] == rc.OK).sum() == 32
+    assert res.connections.opened == 32 and res.connections.refused_430 == 0
+
+
 def test_http_1_1_gets_421():
     res = _run(5, version="1.1")
     assert (res.attempts["outcome"] == rc.PROTO_421).all()

@@ -131,3 +131,32 @@ def test_entries_are_parsed_one_at_a_time(tmp_path, monkeypatch):
     monkeypatch.setattr(formats_har, "_stream_entries", spy)
     assert import_trace(src, tmp_path / "t.parquet").rows == 200
     assert len(seen) == 400  # two passes, entry by entry
+
+
+def test_learning_skips_no_host_it_could_still_learn():
+    """The first pass reads no body of a host already known to serve every API the entry
+    could show; a sizing POST to a host learned as RPC must still teach it Search. Fails
+    if the skip drops a lesson (the learned hosts differ from learning every entry)."""
+    from sim.traces.hosts import HostMap
+    from sim.traces.problems import Problems
+
+    rpc = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": []})
+    sizing = json.dumps({"state": {}, "items": []})
+
+    def post(url, text):
+        return {"request": {"method": "POST", "url": url, "postData": {"text": text}}}
+
+    entries = [post("https://a.example/", rpc), post("https://a.example/", rpc),
+               post("https://a.example/v1/size", sizing), post("https://a.example/v1/size",
+                                                                rpc),
+               post("https://b.example/v1/size", sizing), post("https://b.example/", rpc),
+               post("https://c.example/", "not json")]
+    ctx = formats_har.HarContext(HostMap(), Problems("x.har"))
+    ctx.learn(entries)
+    every: dict[str, set[str]] = {}
+    for entry in entries:
+        found = formats_har.learn_host(entry)
+        if found:
+            every.setdefault(found[0], set()).add(found[1])
+    assert ctx.learned == every == {"a.example": {"rpc", "search"},
+                                    "b.example": {"search", "rpc"}}
