@@ -5,8 +5,9 @@ The replay uses :class:`sim.policy.admission.Admission` -- the simulator's limit
 websocket slot pool and account connection limits, asked in the model's order -- at
 the times the *client* recorded (``time_ns``, the send time), so what is measured is
 how well the model, given only what a client sees, predicts what the service decided.
-The walk in time order, its settles and the scheduled closes are the shared
-:class:`~sim.calibration.replay_core.Timeline` (calibration's replay walks the same one).
+The walk in time order and each attempt's decision are the shared
+:func:`~sim.calibration.replay_core.decide` (calibration's replay asks the same one);
+this module builds its inputs from the trace and the sidecar, and scores its outcomes.
 Per attempt it needs the method, the key (its pseudonym), sizing profiles, and for
 refunds the settled CU (``cu``) and the latency (the settle is placed at send time +
 latency). A ``capsim drive`` sidecar (:mod:`sim.live.record`) adds what the canonical
@@ -40,8 +41,7 @@ from ..config.tiers import Tier
 from ..core.pseudonyms import pseudonym
 from ..core.vocabulary import (
     HTTP_STATUS_OUTCOME,
-    MONITORING,
-    MONITORING_PATH,
+    OUTCOMES,
     RECORDED_HANDSHAKE_STATUS_OUTCOME,
     SIZE_METHOD,
     WINDOW_S,
@@ -49,7 +49,7 @@ from ..core.vocabulary import (
 from ..policy.admission import Admission
 from ..policy.slots import mean_stale_expiry_s
 from ..traces.schema import WEBSOCKET_METHODS, open_trace
-from .replay_core import FIRST, RECORDED, Timeline
+from .replay_core import Attempts, Close, Publish, decide
 
 
 @dataclass
@@ -94,10 +94,6 @@ class Comparison:
 
 def _stale_expiry(loaded: LoadedScenario) -> float:
     return mean_stale_expiry_s(loaded.scenario.ws.stale_expiry_s)
-
-
-def _stream_of(method: str) -> str:
-    return MONITORING if method == MONITORING_PATH else method
 
 
 def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
@@ -149,10 +145,8 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         source[idx] = rows["source"].to_numpy()
         h2[idx[rows["kind"].to_numpy() == "handshake"]] = True
         recorded_events = list(side[side["row"] < 0].itertuples())
-    adm = Admission(loaded, tier)
     keys_ok = {pseudonym(k) for k in sc.account_list[0].keys}
     pricing = loaded.pricing
-    expiry = _stale_expiry(loaded)
     idle = {s.name: sc.clients[s.client].http for s in sc.sources}
     methods = tab["method"].astype(str).to_numpy()
     keys = tab["key"].astype(str).to_numpy()
@@ -160,14 +154,20 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
     latency = tab["latency_ms"].to_numpy(dtype=float) / 1e3
     cu = tab["cu"].to_numpy(dtype=float)
     profiles = tab["profiles"].to_numpy()
+    handshake = np.isin(methods, WEBSOCKET_METHODS)
     # Connection closes: an admitted connection is held until its last reply plus the
     # client's idle timeout (a connection per request: until its reply), as the model has it.
     last_end: dict[int, tuple[float, str]] = {}
     for i in range(n):
-        if conn[i] >= 0 and methods[i] not in WEBSOCKET_METHODS:
+        if conn[i] >= 0 and not handshake[i]:
             end = t[i] + (latency[i] if latency[i] == latency[i] else 0.0)
             if conn[i] not in last_end or end > last_end[conn[i]][0]:
                 last_end[conn[i]] = (end, source[i])
+    conn_close = {}
+    for c, (end, src) in last_end.items():
+        http = idle.get(src)
+        conn_close[int(c)] = end + (0.0 if http is None or not http.reuse
+                                    else http.idle_timeout_s)
     # An attempt whose way to the service -- from going on the wire to being decided
     # (``t_server_s``, when recorded), widened by ``boundary_s`` -- spans a window
     # boundary reached a window the client cannot know: it is replayed where the service
@@ -179,59 +179,24 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         ambiguous = np.floor(lo / WINDOW_S) != np.floor(hi / WINDOW_S)
         moved = ambiguous & ~np.isnan(t_server)
         t_reach[moved] = t_server[moved]
-    timeline = Timeline(adm.limiter, adm.slots)
-    ws_live: dict[int, bool] = {}
-
-    def closed(now: float, conn_id: int, clean: bool) -> None:
-        # Only a connection the model admitted holds a slot the model can free.
-        if ws_live.pop(conn_id, None) is not None:
-            adm.websocket_closed(now, clean=clean, stale_expiry_s=expiry)
-
-    for r in recorded_events:
-        if r.kind == "close":
-            timeline.at(r.t_s, RECORDED, closed, int(r.conn), r.close != "unclean")
-        elif r.kind == "publish":
-            timeline.at(r.t_s, RECORDED, adm.publish, r.stream)
-    refused: set[int] = set()
-    unasked: set[int] = set()
+    reserve, actual = np.zeros(n), np.zeros(n)
+    for i in np.flatnonzero(~handshake):
+        reserve[i], actual[i] = _costs(methods[i], profiles[i], cu[i], pricing)
+    events = [Close(r.t_s, int(r.conn), r.close != "unclean") if r.kind == "close"
+              else Publish(r.t_s, r.stream)
+              for r in recorded_events if r.kind in ("close", "publish")]
+    attempts = Attempts(
+        t_reach, methods, tab["api"].astype(str).to_numpy(), reserve, actual, latency,
+        key_ok=np.array([k in keys_ok for k in keys], dtype=bool), h2_sni=h2, conn=conn,
+        conn_new=conn_new, hostname=hostname, conn_close_s=conn_close, events=events,
+        stale_expiry_s=_stale_expiry(loaded))
+    outcomes = decide(Admission.for_scenario(loaded, tier), attempts)
     result = Comparison()
-    for i, now in timeline.walk(np.argsort(t_reach, kind="stable").tolist(), t_reach):
-        method = methods[i]
-        key_ok = keys[i] in keys_ok
-        if method in WEBSOCKET_METHODS:
-            d = adm.handshake(now, _stream_of(method), key_ok=key_ok)
-            if d.name == "ok":
-                ws_live[int(conn[i])] = True
+    for i in attempts.walk_order().tolist():
+        if handshake[i]:
             recorded = (RECORDED_HANDSHAKE_STATUS_OUTCOME.get(int(status[i]))
                         if status[i] == status[i] else None)
         else:
-            c = int(conn[i])
-            # A connection is the account's from its first request that passes the
-            # header checks (a valid key; HTTP/2 with SNI where required): one that
-            # never presents a valid key counts against no limit (the emulator's rule).
-            if conn_new[i] and c >= 0:
-                unasked.add(c)
-            headers_ok = key_ok and (bool(h2[i]) or not adm.needs_h2(method))
-            if c in unasked and headers_ok:
-                unasked.discard(c)
-                host = hostname[i] or "default"
-                if adm.connection_opened(now, host):
-                    end, src = last_end.get(c, (now, ""))
-                    http = idle.get(src)
-                    hold = 0.0 if http is None or not http.reuse else http.idle_timeout_s
-                    timeline.at(end + hold, FIRST, adm.connection_closed)
-                else:
-                    refused.add(c)
-            if c in refused and headers_ok:
-                d = Admission.refused_connection()
-            else:
-                reserve, actual = _costs(method, profiles[i], cu[i], pricing)
-                d = adm.request(now, method, key_ok=key_ok, h2_sni=bool(h2[i]),
-                                reserve_cu=reserve, actual_cu=actual,
-                                api=str(tab["api"].iat[i]))
-                if d.ticket is not None:
-                    lat = latency[i] if latency[i] == latency[i] else 0.0
-                    timeline.settle_at(now + lat, *d.ticket)
             recorded = HTTP_STATUS_OUTCOME.get(int(status[i])) if status[i] == status[i] else None
         if recorded is None:
             result.unmodelled += 1
@@ -239,13 +204,14 @@ def compare(loaded: LoadedScenario, tier: Tier, trace: str | Path, *,
         if ambiguous[i]:
             result.near_boundary += 1
             continue
+        predicted = OUTCOMES[outcomes[i]]
         result.compared += 1
-        result.confusion[(recorded, d.name)] += 1
-        if recorded == d.name:
+        result.confusion[(recorded, predicted)] += 1
+        if recorded == predicted:
             result.agreed += 1
         else:
-            result.mismatches.append(Mismatch(int(i), float(now), str(method), d.name, recorded,
-                                              float(t_server[i])))
+            result.mismatches.append(Mismatch(i, float(t_reach[i]), str(methods[i]), predicted,
+                                              recorded, float(t_server[i])))
     return result
 
 

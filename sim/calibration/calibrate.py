@@ -32,7 +32,7 @@ from .exact import ExactFit, fit_exact
 from .identify import RULES, Events, Identified, Scaled, build_events, identify
 from .phase import PhaseEstimate, phase_from_retry_after
 from .recorded import Recorded, load_recorded
-from .replay import Account, Prediction, costs_of, predict_recorded, replay
+from .replay import Prediction, costs_of, predict_recorded, replay
 from .search import Interval
 
 FITS = ("phase", "cu", "decisions")
@@ -179,8 +179,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         rec = replace(rec, cu=np.full(len(rec), np.nan))
     model = build_cost_model(rec, pricing)
     theta0 = model.theta_of(pricing)
-    account = Account.of(tier, pricing)
-    before = predict_recorded(rec, model, theta0, account, settings)
+    before = predict_recorded(rec, model, theta0, tier, pricing, settings)
     notes: list[str] = []
 
     bad = _contradicting(rec, model)
@@ -204,7 +203,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     lo, hi = _price_bounds(model, exact)
     ident: Identified | None = None
     dropped: list[DroppedRow] = []
-    budget = account.budget_cu
+    budget = tier.cu_per_window
     if "decisions" in fit and verdict != "contradicted" and model.names:
         ev = build_events(rec, model)
         scale = Scaled.of(model, budget).scale
@@ -222,7 +221,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         def predict(th: np.ndarray, ph: float, rule: str) -> np.ndarray:
             st = LimiterSettings(kind=settings.kind, refund_to=rule, alignment="utc",
                                  phase_s=ph % WINDOW_S)
-            return replay(rec, *costs_of(rec, model, th), account, st)
+            return replay(rec, costs_of(rec, model, th), tier, pricing, st)
 
         kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0,
                   predict=predict)
@@ -299,7 +298,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     if not thr_total:
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
-    after = predict_recorded(rec, model, theta, account, settings)
+    after = predict_recorded(rec, model, theta, tier, pricing, settings)
     phase_iv = None
     if ident is not None and "phase" in fit and thr_total:
         phase_iv = Interval(ident.phase_low, ident.phase_high, after.agreed, False, False)

@@ -25,31 +25,36 @@ CLASSES = ("ok", "throttled", "402", "435", "other")
 KIND_UNBILLED, KIND_RPC, KIND_SIZE, KIND_WS = 0, 1, 2, 3
 
 
+def class_of(outcome: int) -> str:
+    """The class of an outcome (an index into :data:`~sim.core.vocabulary.OUTCOMES`)."""
+    if outcome in THROTTLES:
+        return "throttled"
+    name = OUTCOMES[outcome]
+    return name if name in CLASSES else "other"
+
+
 def outcome_class(status: float | int | None) -> str | None:
     """The class of a recorded status (HTTP status or JSON-RPC code); None if unrecorded."""
     if status is None or status != status:
         return None
     name = status_outcome(int(status))
-    if name is None:
-        return "other"
-    if OUTCOMES.index(name) in THROTTLES:
-        return "throttled"
-    return name if name in CLASSES else "other"
+    return "other" if name is None else class_of(OUTCOMES.index(name))
 
 
 @dataclass(frozen=True)
 class Recorded:
     """The rows of a trace in time order (``order`` maps back to the file's rows).
 
-    ``t_s`` is seconds after ``base_ns`` (the first request), ``kind`` one of the
-    ``KIND_*`` codes, ``observed`` the outcome class (``""`` when no status was recorded),
-    ``unusable`` a reason per row (``""`` when the row is compared).
+    ``t_s`` is seconds after ``base_ns`` (the first request), ``api`` each attempt's API,
+    ``kind`` one of the ``KIND_*`` codes, ``observed`` the outcome class (``""`` when no
+    status was recorded), ``unusable`` a reason per row (``""`` when the row is compared).
     """
 
     base_ns: int
     order: np.ndarray
     t_s: np.ndarray
     method: np.ndarray
+    api: np.ndarray
     kind: np.ndarray
     items: np.ndarray
     profiles: list[tuple[str, ...]]
@@ -118,7 +123,8 @@ def load_recorded(trace: str | os.PathLike | pd.DataFrame) -> Recorded:
     sizing_blind = (kind == KIND_SIZE) & np.array([len(p) == 0 for p in profiles])
     unusable[sizing_blind & (unusable == "")] = "sizing request without profiles"
     return Recorded(
-        base_ns=base, order=order, t_s=(time_ns - base) / 1e9, method=method, kind=kind,
-        items=_floats(tab, "items"), profiles=profiles, gas_used=_floats(tab, "gas_used"),
-        cu=_floats(tab, "cu"), status=status, latency_s=_floats(tab, "latency_ms") / 1e3,
-        retry_after_s=_floats(tab, "retry_after_s"), observed=observed, unusable=unusable)
+        base_ns=base, order=order, t_s=(time_ns - base) / 1e9, method=method, api=api,
+        kind=kind, items=_floats(tab, "items"), profiles=profiles,
+        gas_used=_floats(tab, "gas_used"), cu=_floats(tab, "cu"), status=status,
+        latency_s=_floats(tab, "latency_ms") / 1e3, retry_after_s=_floats(tab, "retry_after_s"),
+        observed=observed, unusable=unusable)

@@ -1,17 +1,21 @@
 """Replay a recorded trace as it happened and predict each attempt's outcome.
 
 Every attempt is replayed at its recorded time, the recorded retries as they were sent
-(the client's real behaviour, not a simulated retry policy), through the policy objects
-themselves (the limiter ``[limiter] kind`` names, :func:`sim.policy.limiters.make_limiter`;
-no SimPy):
+(the client's real behaviour, not a simulated retry policy), through the service's
+admission itself (:class:`~sim.policy.admission.Admission`: the limiter ``[limiter]
+kind`` names, the websocket slot pool; no SimPy), each decision the shared
+:func:`~sim.calibration.replay_core.decide`'s; this module builds its inputs at the
+prices of one fit and scores them:
 
+* an attempt on an API the tier lacks is refused ``402`` before the window is asked;
 * an RPC call reserves its price; a sizing request reserves its items' base plus their
   profiles' gas caps and settles, at its recorded time + latency, to its recorded ``cu``
   (else ``items * base + gas_used * cu_per_gas``);
 * a websocket handshake is refused ``435`` when every slot of the tier is held, else
-  spends ``connect_cu`` (a CU refusal is ``throttled``); an admitted handshake holds its
-  slot until its recorded time + latency (the connection's life, as a HAR records a
-  websocket), or to the end of the trace when no latency is recorded;
+  spends ``connect_cu`` (a CU refusal, or a connect cost above the window, is
+  ``throttled``); an admitted handshake holds its slot until its recorded time +
+  latency (the connection's life, as a HAR records a websocket), or to the end of the
+  trace when no latency is recorded;
 * the daily allowance (``[tiers."..."] daily_allowance_cu`` of the pricing) refuses with
   ``402`` on the UTC day.
 
@@ -28,6 +32,7 @@ import math
 import os
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -35,29 +40,24 @@ import pandas as pd
 from ..config.pricing import Pricing
 from ..config.scenario import LimiterSettings
 from ..config.tiers import Tier
-from ..core.vocabulary import WINDOW_S
-from ..policy.limiter import NO_ALLOWANCE, OK, THROTTLED
-from ..policy.limiters import make_limiter
-from ..policy.slots import SlotPool
-from .costs import CostModel, build_cost_model
-from .recorded import CLASSES, KIND_SIZE, KIND_WS, Recorded, load_recorded
-from .replay_core import Timeline
+from ..core.vocabulary import OUTCOMES, WINDOW_S
+from ..policy.admission import Admission
+from .costs import CONNECT, CostModel, build_cost_model
+from .recorded import CLASSES, KIND_SIZE, Recorded, class_of, load_recorded
+from .replay_core import Attempts, decide
 
-_CLASS_OF = {OK: "ok", THROTTLED: "throttled", NO_ALLOWANCE: "402"}
+_CLASS_OF = np.array([class_of(o) for o in range(len(OUTCOMES))] + [""], dtype=object)
+"""Outcome code -> class; the last entry, at :data:`~.replay_core.NOT_REPLAYED` (-1), is
+``""`` (not replayed)."""
 
 
-@dataclass(frozen=True)
-class Account:
-    """What the replay needs of a tier and its pricing: budget, slots, daily allowance."""
+class Costs(NamedTuple):
+    """Each row's reserved and settled CU, and a handshake's connect cost (None: the
+    pricing's; the trace has no handshake)."""
 
-    budget_cu: float
-    ws_cap: int
-    daily_allowance_cu: float | None = None
-
-    @classmethod
-    def of(cls, tier: Tier, pricing: Pricing) -> Account:
-        """The account of ``tier`` under ``pricing``."""
-        return cls(tier.cu_per_window, tier.ws_cap, pricing.for_tier(tier).daily_allowance_cu)
+    reserve: np.ndarray
+    settle: np.ndarray
+    connect_cu: float | None
 
 
 @dataclass(frozen=True)
@@ -125,51 +125,29 @@ def window_shift(rec: Recorded, settings: LimiterSettings) -> float | None:
     return None
 
 
-def replay(rec: Recorded, reserve: np.ndarray, settle: np.ndarray, account: Account,
+def replay(rec: Recorded, costs: Costs, tier: Tier, pricing: Pricing,
            settings: LimiterSettings) -> np.ndarray:
     """The predicted class of every row (``""`` for rows not replayed).
 
-    ``reserve`` and ``settle`` are each row's CU (NaN: a price the pricing lacks, the
-    row is not replayed). The walk, settles and slot releases are the shared
-    :class:`~sim.calibration.replay_core.Timeline`'s; only rows the CU window decided
-    are replayed, through the limiter and the slot pool alone.
+    ``costs`` are each row's CU (a NaN reserve: a price the pricing lacks, the row is not
+    replayed). The account is a fresh :class:`~sim.policy.admission.Admission` of
+    ``tier`` under ``pricing``, its windows per ``settings``, its connect cost the trial
+    one; the walk and each decision are the shared
+    :func:`~sim.calibration.replay_core.decide`'s. Only rows the CU window decided are
+    replayed, every key valid and on HTTP/2 with SNI; an admitted handshake holds its
+    slot until its recorded time + latency (to the end of the trace when none).
     """
-    n = len(rec)
-    limiter = make_limiter(account.budget_cu, settings,
-                           daily_allowance_cu=account.daily_allowance_cu,
-                           day_offset_s=rec.utc_day_offset_s)
-    slots = SlotPool(account.ws_cap)
-    timeline = Timeline(limiter, slots)
-    out = np.full(n, "", dtype=object)
-    skip = (rec.observed == "other") | np.isnan(reserve)
-    kind, latency = rec.kind, rec.latency_s
-    reserve_l, settle_l = reserve.tolist(), settle.tolist()
-    for i, now in timeline.walk(np.flatnonzero(~skip).tolist(), rec.t_s):
-        cost = reserve_l[i]
-        lat = latency[i]
-        if kind[i] == KIND_WS:
-            if not slots.acquire(now)[0]:
-                out[i] = "435"
-                continue
-            res = limiter.spend(now, cost)
-            out[i] = _CLASS_OF.get(int(res), "other")
-            if res == OK:  # held for the connection's recorded life (to the end if none)
-                timeline.release_slot_at(now + lat if lat == lat else math.inf)
-            else:
-                slots.release_clean(now)
-            continue
-        actual = settle_l[i]
-        res = limiter.reserve(now, cost, actual)
-        out[i] = _CLASS_OF.get(int(res), "other")
-        if res == OK:
-            timeline.settle_at(now + (lat if lat == lat else 0.0), res, cost, actual)
-    return out
+    adm = Admission.for_tier(tier, pricing, settings, day_offset_s=rec.utc_day_offset_s,
+                             connect_cu=costs.connect_cu)
+    replayed = (rec.observed != "other") & ~np.isnan(costs.reserve)
+    attempts = Attempts(rec.t_s, rec.method, rec.api, costs.reserve, costs.settle,
+                        rec.latency_s, replayed=replayed, slot_end_s=rec.t_s + rec.latency_s)
+    return _CLASS_OF[decide(adm, attempts)]
 
 
-def costs_of(rec: Recorded, model: CostModel, theta: np.ndarray) -> tuple[np.ndarray,
-                                                                            np.ndarray]:
-    """Each row's reserved and settled CU under ``theta``; a recorded ``cu`` is what an
-    admitted sizing request settled to."""
+def costs_of(rec: Recorded, model: CostModel, theta: np.ndarray) -> Costs:
+    """Each row's reserved and settled CU under ``theta``, and the connect cost; a
+    recorded ``cu`` is what an admitted sizing request settled to."""
     reserve = model.R @ theta if model.names else np.zeros(len(rec))
     settle = model.S @ theta if model.names else np.zeros(len(rec))
     # a row that touches an unknown (NaN) price cannot be replayed
@@ -184,7 +162,8 @@ def costs_of(rec: Recorded, model: CostModel, theta: np.ndarray) -> tuple[np.nda
     # is billed its price, so a recorded cu there says what the price is, not a refund
     known = ~np.isnan(rec.cu) & (rec.observed == "ok") & (rec.kind == KIND_SIZE)
     settle = np.where(known, rec.cu, settle)
-    return reserve, settle
+    connect = float(theta[model.index(CONNECT)]) if CONNECT in model.names else None
+    return Costs(reserve, settle, connect)
 
 
 def window_starts(rec: Recorded, settings: LimiterSettings) -> np.ndarray:
@@ -195,13 +174,13 @@ def window_starts(rec: Recorded, settings: LimiterSettings) -> np.ndarray:
     return np.floor((rec.t_s + shift) / WINDOW_S) * WINDOW_S - shift
 
 
-def predict_recorded(rec: Recorded, model: CostModel, theta: np.ndarray, account: Account,
-                     settings: LimiterSettings) -> Prediction:
+def predict_recorded(rec: Recorded, model: CostModel, theta: np.ndarray, tier: Tier,
+                     pricing: Pricing, settings: LimiterSettings) -> Prediction:
     """:func:`predict_as_recorded` on an already-loaded trace and cost model."""
-    reserve, settle = costs_of(rec, model, theta)
-    predicted = replay(rec, reserve, settle, account, settings)
+    costs = costs_of(rec, model, theta)
+    predicted = replay(rec, costs, tier, pricing, settings)
     unusable = rec.unusable.copy()
-    unusable[(unusable == "") & np.isnan(reserve)] = "a sizing profile the pricing lacks"
+    unusable[(unusable == "") & np.isnan(costs.reserve)] = "a sizing profile the pricing lacks"
     compared = (unusable == "") & (predicted != "")
     return Prediction(rec.t_s, rec.base_ns, rec.order, rec.method, predicted, rec.observed,
                       compared, unusable, window_starts(rec, settings))
@@ -214,5 +193,5 @@ def predict_as_recorded(trace: str | os.PathLike | pd.DataFrame, tier: Tier,
     outcome class per attempt (see the module doc)."""
     rec = load_recorded(trace)
     model = build_cost_model(rec, pricing)
-    return predict_recorded(rec, model, model.theta_of(pricing), Account.of(tier, pricing),
+    return predict_recorded(rec, model, model.theta_of(pricing), tier, pricing,
                             limiter_settings)

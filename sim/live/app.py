@@ -524,7 +524,7 @@ class EmulatorApp:
                 sock.offer({"type": "websocket.close", "code": 1012, "reason": "reset"})
                 closed += 1
             socks.clear()
-        self.admission = Admission(self.loaded, self.admission.tier)
+        self.admission = Admission.for_scenario(self.loaded, self.admission.tier)
         if self.registry is not None:
             for info in self.registry.all():
                 info.admitted, info.account = None, None

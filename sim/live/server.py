@@ -128,7 +128,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     port = sock.getsockname()[1]
     clock = ServiceClock.starting_now(options.time_scale)
     registry = ConnectionRegistry()
-    app = EmulatorApp(loaded, Admission(loaded, tier), clock, registry, log)
+    app = EmulatorApp(loaded, Admission.for_scenario(loaded, tier), clock, registry, log)
     warn = options.warn or announce
 
     def warn_aside(line: str) -> None:

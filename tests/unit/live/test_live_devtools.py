@@ -238,7 +238,7 @@ def test_settled_on_the_schedule_not_when_the_loop_woke(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(BASE, encoding="utf-8")
     loaded = load(path)
-    adm = Admission(loaded, find_tier("All 3 APIs", loaded.tiers))
+    adm = Admission.for_scenario(loaded, find_tier("All 3 APIs", loaded.tiers))
     settled = []
     real = adm.settle
     adm.settle = lambda now, d: (settled.append(now), real(now, d))

@@ -340,8 +340,8 @@ def test_the_live_emulator_refuses_several_accounts():
                        accounts=[{"name": "x", "keys": ["x"]}, {"name": "y", "keys": ["y"]}])
     loaded = validate(raw, "test")
     with pytest.raises(CapsimError, match="serves one account") as err:
-        Admission(loaded, loaded.tiers[0])
+        Admission.for_scenario(loaded, loaded.tiers[0])
     assert err.value.field == "accounts"
     one = validate(raw_scenario([constant("x", "x", Fraction(1), Fraction(1, 2))],
                                 tiers=["RPC"], accounts=[{"name": "x", "keys": ["x"]}]), "test")
-    Admission(one, one.tiers[0])  # a single [[accounts]] entry is served
+    Admission.for_scenario(one, one.tiers[0])  # a single [[accounts]] entry is served

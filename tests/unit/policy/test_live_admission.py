@@ -20,7 +20,7 @@ RAW = {"name": "adm", "account": {"keys": ["k"]},
 
 def _admission(tier="T") -> Admission:
     loaded = validate(RAW, "<test>")
-    return Admission(loaded, find_tier(tier, loaded.tiers))
+    return Admission.for_scenario(loaded, find_tier(tier, loaded.tiers))
 
 
 def test_release_frees_an_active_connection_and_refuses_a_release_too_many():
