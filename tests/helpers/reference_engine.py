@@ -25,8 +25,8 @@ way back) plus a think time drawn from its own think stream.
 Same inputs (the plan's demand, its random streams) and the same policy objects
 (limiter, account connections, client pools, retry deciders, pacers), so the outcomes
 and times must match the engine's; times to float rounding (the engine adds delays in
-another order). What it leaves out: websockets, and a retry budget
-(``budget_ratio``: the engine counts a second's requests ahead, at the feeder's slice).
+another order). A retry budget counts each logical request when it is sent (the
+documented "requests so far"). What it leaves out: websockets.
 """
 
 from __future__ import annotations
@@ -60,8 +60,6 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
     clients = [sc.clients[src.client] for src in sc.sources]
     deciders = [RetryDecider(c.retry, stream(sc.seed, Rng.SOURCE, src.name, Rng.RETRY))
                 for c, src in zip(clients, sc.sources, strict=True)]
-    if any(c.retry.budget_ratio is not None for c in clients):
-        raise ValueError("the reference engine has no retry budget")
     pacers = [TokenBucket(c.pacing.rate_cu_per_s, c.pacing.burst_cu) if c.pacing else None
               for c in clients]
     attempts: list[dict] = []
@@ -113,6 +111,7 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
     def request(rid, t_first, source, method, key, region, reserve, actual, service_s):
         """An open-loop request: sleep until it is sent, then live it."""
         yield env.timeout(t_first - env.now)
+        deciders[source].on_request()  # the retry budget grows with requests sent so far
         yield from attempts_of(rid, source, method, key, region, reserve, actual, service_s)
 
     def attempts_of(rid, source, method, key, region, reserve, actual, service_s):
@@ -193,7 +192,6 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
         cols = (block.t, block.source, block.method, block.key, block.region, block.reserve,
                 block.actual, block.service_s)
         for row in zip(*(c.tolist() for c in cols), strict=True):
-            deciders[row[1]].on_request()
             env.process(request(rid, *row))
             rid += 1
     for source in plan.closed_sources:

@@ -68,6 +68,12 @@ SCENARIOS = {
         sources=(_source("open", 0.5)
                  + '[[sources]]\nname = "w"\nkey = "k"\n'
                    'workers = { count = 3, think = { dist = "exponential", mean = 0.3 } }\n')),
+    # a retry budget (retries <= 20% of the requests sent so far + 2) past the RPC tier's
+    # window: most refusals are not retried
+    "retry-budget": dict(
+        tiers=["RPC"], duration=40, rate=25,
+        tables=('[clients.default]\nretry = { policy = "retry-after", budget_ratio = 0.2, '
+                'budget_min_retries = 2 }\n')),
     # a daily allowance of 3,000 CU: 402 once it is spent (not retried by default)
     "daily-allowance": dict(
         tiers=["Small"], duration=60, rate=5,
@@ -100,7 +106,18 @@ def _most_in_flight(requests: dict[str, np.ndarray], source: int) -> int:
     return int(np.cumsum(step[order]).max())
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+# The engine counts an open-loop request for its source's retry budget when its feeder
+# schedules it, up to FEED_HORIZON_S before it is sent; the documented budget
+# (``RetryPolicy.budget_ratio``: "the client's logical requests so far") counts it when it
+# is sent, as the reference does. With the count moved to the send, this passes (strict:
+# the mark then fails, to be removed).
+ENGINE_COUNTS_AHEAD = pytest.mark.xfail(
+    strict=True, reason="the engine counts open-loop requests for the retry budget up to "
+                        "one feed slice before they are sent")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=ENGINE_COUNTS_AHEAD)
+                                  if n == "retry-budget" else n for n in SCENARIOS])
 def test_fast_engine_matches_the_reference_attempt_for_attempt(name):
     raw = scenario_raw(**SCENARIOS[name])
     loaded = validate(raw, f"<{name}>")
@@ -145,5 +162,10 @@ def test_fast_engine_matches_the_reference_attempt_for_attempt(name):
         assert closed.sum() > 2 * (~closed).sum()  # the workers send most attempts
         # a worker waits for its reply: never more than 3 of their requests in flight
         assert _most_in_flight(gq, source=1) == 3
+    elif name == "retry-budget":
+        # -32005 is retried (default retry_on) up to 4 attempts: a request that ended
+        # with it sooner was stopped by the budget
+        refused = gq["outcome"] == RPC_32005
+        assert (refused & (gq["attempts"] < 4)).sum() > 10 and gq["attempts"].max() > 1
     elif name == "daily-allowance":
         assert PAY_402 in outcomes and OK in outcomes
