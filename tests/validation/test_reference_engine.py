@@ -69,7 +69,8 @@ SCENARIOS = {
                  + '[[sources]]\nname = "w"\nkey = "k"\n'
                    'workers = { count = 3, think = { dist = "exponential", mean = 0.3 } }\n')),
     # a retry budget (retries <= 20% of the requests sent so far + 2) past the RPC tier's
-    # window: most refusals are not retried
+    # window: most refusals are not retried. Fails on an engine that counts open-loop
+    # requests when its feeder schedules them, up to a second before they are sent.
     "retry-budget": dict(
         tiers=["RPC"], duration=40, rate=25,
         tables=('[clients.default]\nretry = { policy = "retry-after", budget_ratio = 0.2, '
@@ -106,18 +107,7 @@ def _most_in_flight(requests: dict[str, np.ndarray], source: int) -> int:
     return int(np.cumsum(step[order]).max())
 
 
-# The engine counts an open-loop request for its source's retry budget when its feeder
-# schedules it, up to FEED_HORIZON_S before it is sent; the documented budget
-# (``RetryPolicy.budget_ratio``: "the client's logical requests so far") counts it when it
-# is sent, as the reference does. With the count moved to the send, this passes (strict:
-# the mark then fails, to be removed).
-ENGINE_COUNTS_AHEAD = pytest.mark.xfail(
-    strict=True, reason="the engine counts open-loop requests for the retry budget up to "
-                        "one feed slice before they are sent")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=ENGINE_COUNTS_AHEAD)
-                                  if n == "retry-budget" else n for n in SCENARIOS])
+@pytest.mark.parametrize("name", list(SCENARIOS))
 def test_fast_engine_matches_the_reference_attempt_for_attempt(name):
     raw = scenario_raw(**SCENARIOS[name])
     loaded = validate(raw, f"<{name}>")
