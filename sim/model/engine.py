@@ -256,7 +256,8 @@ class TierRun:
         # delay)`` would -- ``(now + delay, NORMAL, next id, event)`` -- without the call.
         self._queue, self._eid = self.env._queue, self.env._eid
         # Each step's handler, as the constant callbacks of a request's next event.
-        self._to_send, self._to_paced = (self._send_event,), (self._paced_event,)
+        self._to_first, self._to_send = (self._first_send,), (self._send_event,)
+        self._to_paced = (self._paced_event,)
         self._to_arrive, self._to_complete = (self._arrive,), (self._complete,)
         self._to_430, self._to_wake = (self._refused_430,), (self._wake,)
         # The recorder's row buffers and packers, bound once (it empties the buffers in
@@ -332,8 +333,10 @@ class TierRun:
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
         env = self.env
-        half_rtt, deciders = self._half_rtt, self._deciders
-        queue, eid, push, to_send = self._queue, self._eid, heappush, self._to_send
+        half_rtt = self._half_rtt
+        # A request counts for its source's retry budget when it is sent, not here (up to
+        # FEED_HORIZON_S ahead): the budget is over the requests sent so far.
+        queue, eid, push, to_first = self._queue, self._eid, heappush, self._to_first
         blocks = self.plan.demand_blocks()
         i, next_report = 0, 0.0
         j = blen = 0
@@ -341,7 +344,6 @@ class TierRun:
         while more:
             now = env.now
             until = now + FEED_HORIZON_S
-            fed = [0] * len(deciders)  # new requests per source: their retry budgets grow
             while True:
                 if j == blen:
                     # Python values for the next block only: memory stays flat in run length.
@@ -359,13 +361,10 @@ class TierRun:
                 s, reg = source[j], region[j]
                 r = Request(i, s, method[j], key[j], reg, reserve[j], actual[j], service[j], tj,
                             half_rtt[reg])
-                fed[s] += 1
-                r.callbacks = to_send
+                r.callbacks = to_first
                 push(queue, (now + (tj - now), NORMAL, next(eid), r))
                 i += 1
                 j += 1
-            for decider, count in zip(deciders, fed, strict=True):
-                decider.on_request(count)
             if self.progress and env.now >= next_report:
                 self.progress(env.now)
                 next_report = env.now + 60.0
@@ -440,6 +439,12 @@ class TierRun:
                 idle_timeout_s=http.idle_timeout_s, reuse=http.reuse, on_ready=self._on_stream)
             self._pool_of[source][region] = pool
         return pool
+
+    def _first_send(self, r: Request) -> None:
+        """An open-loop request's first attempt: it counts for its source's retry budget
+        now, as it is sent, then goes as every attempt does (:meth:`_send_event`)."""
+        self._deciders[r.source].on_request()
+        self._send_event(r)
 
     def _send_event(self, r: Request) -> None:
         """The client sends an attempt: pace it, get a stream, then it travels rtt/2."""

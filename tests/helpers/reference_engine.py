@@ -1,4 +1,5 @@
-"""A readable reference of the engine's HTTP side: one SimPy process per logical request.
+"""A readable reference of the engine's HTTP side: one SimPy process per logical request
+(open loop) or per worker (closed loop).
 
 :class:`sim.model.engine.TierRun` is fast: a request is its own event, pushed onto SimPy's
 heap by hand, with tables precomputed per (source, key, method). This is the same model
@@ -16,15 +17,21 @@ The life of a request, as the engine's module doc draws it::
         admitted: service time, settle, reply -- done
         refused: reply; retry after the client's back-off, or give up
 
+A closed-loop worker (``[[sources]] workers``) is one process: it starts after a uniform
+fraction of one mean think time, then, while the run is on, draws its next request from
+its own streams, lives it as above (retries included), and sleeps rtt/2 (the reply's
+way back) plus a think time drawn from its own think stream.
+
 Same inputs (the plan's demand, its random streams) and the same policy objects
 (limiter, account connections, client pools, retry deciders, pacers), so the outcomes
 and times must match the engine's; times to float rounding (the engine adds delays in
-another order). What it leaves out: closed-loop workers, websockets, and a retry budget
-(``budget_ratio``: the engine counts a second's requests ahead, at the feeder's slice).
+another order). A retry budget counts each logical request when it is sent (the
+documented "requests so far"). What it leaves out: websockets.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import simpy
@@ -45,21 +52,20 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
     """Attempt rows and request rows (dicts named as the engine's columns) of ``tier``'s
     run of ``plan``'s open-loop demand."""
     sc, tab = plan.scenario, plan.tables
-    if plan.closed_sources or sc.streams:
-        raise ValueError("the reference engine runs open-loop HTTP sources only")
+    if sc.streams:
+        raise ValueError("the reference engine runs HTTP sources only")
     env = simpy.Environment()
     accounts = build_accounts(plan, tier)
     half_rtt = (tab.region_rtt_s / 2).tolist()
     clients = [sc.clients[src.client] for src in sc.sources]
     deciders = [RetryDecider(c.retry, stream(sc.seed, Rng.SOURCE, src.name, Rng.RETRY))
                 for c, src in zip(clients, sc.sources, strict=True)]
-    if any(c.retry.budget_ratio is not None for c in clients):
-        raise ValueError("the reference engine has no retry budget")
     pacers = [TokenBucket(c.pacing.rate_cu_per_s, c.pacing.burst_cu) if c.pacing else None
               for c in clients]
     attempts: list[dict] = []
     requests: list[dict] = []
     pools: dict[tuple[int, int], ClientPool] = {}
+    closed_ids = itertools.count(plan.open_count)  # in send order, after the open loop's
     no_account = AccountConnections.unlimited()
 
     def stream_ready(event, start, conn, since):  # a queued request got its stream
@@ -103,8 +109,16 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
         return outcome, retry_after, booked.phantom, booked, limiter
 
     def request(rid, t_first, source, method, key, region, reserve, actual, service_s):
-        h = half_rtt[region]
+        """An open-loop request: sleep until it is sent, then live it."""
         yield env.timeout(t_first - env.now)
+        deciders[source].on_request()  # the retry budget grows with requests sent so far
+        yield from attempts_of(rid, source, method, key, region, reserve, actual, service_s)
+
+    def attempts_of(rid, source, method, key, region, reserve, actual, service_s):
+        """A logical request sent now, attempt after attempt until its final outcome;
+        it returns at the service's last reply (the client has it rtt/2 later)."""
+        h = half_rtt[region]
+        t_first = env.now
         attempt, t_send = 1, t_first
         retry_on = {OUTCOMES.index(o) for o in clients[source].retry.retry_on
                     if o in OUTCOMES}
@@ -155,13 +169,33 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
             t_send = t_back + wait
             yield env.timeout(h + wait)
 
+    def worker(source: int, number: int):
+        """A closed-loop worker: send a request, wait for its final reply (retries
+        included), think, repeat until the run's end."""
+        src = sc.sources[source]
+        key, region = tab.keys.index(src.key), tab.regions.index(sc.region_of(src))
+        drawer = plan.drawer_for(source, number)  # the worker's own request streams
+        think_rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.WORKER, number, Rng.THINK)
+        # Workers start spread over one mean think time, not all at t = 0.
+        yield env.timeout(think_rng.random() * src.workers.think.mean)
+        while env.now < sc.duration_s:
+            method, _items, reserve, actual, service_s = (
+                c.item() for c in drawer.draw(1))
+            deciders[source].on_request()
+            yield from attempts_of(next(closed_ids), source, method, key, region, reserve,
+                                   actual, service_s)
+            think = src.workers.think.sample(think_rng, 1).item()
+            yield env.timeout(half_rtt[region] + think)  # the reply travels, then a pause
+
     rid = 0
     for block in plan.demand_blocks():
         cols = (block.t, block.source, block.method, block.key, block.region, block.reserve,
                 block.actual, block.service_s)
         for row in zip(*(c.tolist() for c in cols), strict=True):
-            deciders[row[1]].on_request()
             env.process(request(rid, *row))
             rid += 1
+    for source in plan.closed_sources:
+        for number in range(sc.sources[source].workers.count):
+            env.process(worker(source, number))
     env.run()
     return attempts, requests

@@ -4,6 +4,9 @@ CU exactly; its times to float rounding (the two add the same delays in another 
 
 As the limiter has a reference in ``tests/unit/policy/test_limiter.py``: a change to the
 engine's tricks (its heap pushes, tables, inline loop) that changes behaviour shows here.
+The closed-loop case fails (a different attempt count) if a worker's think time skips the
+reply's rtt/2, its start is not spread by its think stream's first draw, it thinks from
+another worker's stream, or it sends after the run's end.
 """
 
 from __future__ import annotations
@@ -56,6 +59,22 @@ SCENARIOS = {
         tables=("[clients.default.http]\nmax_streams_per_conn = 2\nmax_connections = 1\n"
                 "connect_rtts = 3\n"),
         sources=_source("s", 60, mix={"svc_call": 1.0, "POST /v1/size": 1.0})),
+    # closed loop: three workers with exponential think times (mean 0.3 s) and an open-loop
+    # source on the same key, past a window of 400 CU / 12 s (20 calls): -32005, retried
+    # by the default client's exponential fallback while the worker waits
+    "closed-loop": dict(
+        tiers=["Tiny"], duration=30,
+        top='[[custom_tiers]]\nname = "Tiny"\napis = ["rpc"]\ncu_per_window = 400\n',
+        sources=(_source("open", 0.5)
+                 + '[[sources]]\nname = "w"\nkey = "k"\n'
+                   'workers = { count = 3, think = { dist = "exponential", mean = 0.3 } }\n')),
+    # a retry budget (retries <= 20% of the requests sent so far + 2) past the RPC tier's
+    # window: most refusals are not retried. Fails on an engine that counts open-loop
+    # requests when its feeder schedules them, up to a second before they are sent.
+    "retry-budget": dict(
+        tiers=["RPC"], duration=40, rate=25,
+        tables=('[clients.default]\nretry = { policy = "retry-after", budget_ratio = 0.2, '
+                'budget_min_retries = 2 }\n')),
     # a daily allowance of 3,000 CU: 402 once it is spent (not retried by default)
     "daily-allowance": dict(
         tiers=["Small"], duration=60, rate=5,
@@ -76,6 +95,16 @@ def _columns(rows: list[dict], names) -> dict[str, np.ndarray]:
 def _sorted(cols: dict[str, np.ndarray], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
     order = np.lexsort(tuple(cols[k] for k in reversed(keys)))
     return {n: c[order] for n, c in cols.items()}
+
+
+def _most_in_flight(requests: dict[str, np.ndarray], source: int) -> int:
+    """The most requests of ``source`` in flight at once (one ending as another starts
+    counts once)."""
+    mine = requests["source"] == source
+    t = np.concatenate([requests["t_first"][mine], requests["t_end"][mine]])
+    step = np.concatenate([np.ones(mine.sum(), int), -np.ones(mine.sum(), int)])
+    order = np.lexsort((step, t))  # at equal times the ends first
+    return int(np.cumsum(step[order]).max())
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -117,5 +146,16 @@ def test_fast_engine_matches_the_reference_attempt_for_attempt(name):
         assert (got["stream_wait_s"] > 0).mean() > 0.5  # most waited for a stream
         assert HTTP_434 in outcomes  # the bundle's window too, with its Retry-After
         assert np.isfinite(got["retry_after_s"][got["outcome"] == HTTP_434]).all()
+    elif name == "closed-loop":
+        closed = got["source"] == 1
+        assert RPC_32005 in outcomes and got["attempt"][closed].max() > 1
+        assert closed.sum() > 2 * (~closed).sum()  # the workers send most attempts
+        # a worker waits for its reply: never more than 3 of their requests in flight
+        assert _most_in_flight(gq, source=1) == 3
+    elif name == "retry-budget":
+        # -32005 is retried (default retry_on) up to 4 attempts: a request that ended
+        # with it sooner was stopped by the budget
+        refused = gq["outcome"] == RPC_32005
+        assert (refused & (gq["attempts"] < 4)).sum() > 10 and gq["attempts"].max() > 1
     elif name == "daily-allowance":
         assert PAY_402 in outcomes and OK in outcomes
