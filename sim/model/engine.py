@@ -18,8 +18,9 @@ no event exists per request long before its time.
 
 The service decides in :data:`sim.policy.admission.ORDER`'s order, tabulated once per run
 (``_gate``, ``_after_limiter``). The same model written plainly -- a SimPy process per
-request, no heap pushes or tables -- is ``tests/helpers/reference_engine.py``, and
-``tests/validation/test_reference_engine.py`` holds the two to the same attempts.
+open-loop request or closed-loop worker, no heap pushes or tables -- is
+``tests/helpers/reference_engine.py``, and ``tests/validation/test_reference_engine.py``
+holds the two to the same attempts (websockets apart).
 """
 
 from __future__ import annotations
