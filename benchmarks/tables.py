@@ -204,13 +204,15 @@ def calibrate(f: dict) -> list[str]:
 def replay_memory(f: dict) -> list[str]:
     mib = 2**20
     rows = [[p["rows"], p["replayed_requests"], p["duration_s"] / 3600, p["file_bytes"] / mib,
-             p["peak_rss_bytes"] / mib, p["floor_peak_rss_bytes"] / mib, p["ratio_to_floor"]]
+             p["peak_rss_bytes"] / mib, p["floor_peak_rss_bytes"] / mib,
+             (p["peak_rss_bytes"] - p["floor_peak_rss_bytes"]) / mib, p["ratio_to_floor"]]
             for p in f["points"]]
     return [f"{f['rate_per_s']:g} requests/s, each trace replayed whole on one tier, "
             "`--records windows`; the floor is a synthetic Poisson source of the same rate "
             "for as long.", ""] + table(
         ["trace rows", "requests replayed", "hours simulated", "file MiB", "peak RSS MiB",
-         "floor peak RSS MiB", "÷ floor (same run)"], rows) + [
+         "floor peak RSS MiB", "trace's own MiB (peak − floor)", "÷ floor (same run)"],
+        rows) + [
         "", f"Peak at the longest trace ({f['points'][-1]['rows']:,} rows) ÷ at the "
             f"shortest: {_cell(f['ratio_longest_to_shortest'])} (bar, at 20,000,000 rows: "
             "at most 1.5)."] + _not_reached(f)
