@@ -83,6 +83,7 @@ def test_run_default_writes_the_report(tmp_path):
     assert "recommended tier: Advanced bundle" in result.output
 
 
+@pytest.mark.slow  # whole runs through the CLI (.ci/run's slow step)
 def test_same_seed_gives_byte_identical_summary(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     for out in (a, b):
@@ -95,6 +96,7 @@ def test_same_seed_gives_byte_identical_summary(tmp_path):
     assert (a / "summary.json").read_bytes() != (c / "summary.json").read_bytes()
 
 
+@pytest.mark.slow  # whole runs through the CLI (.ci/run's slow step)
 def test_parallel_tiers_equal_sequential(tmp_path):
     args = [*SHORT, "--tier", "RPC", "--tier", "All 3 APIs", "--tier", "Search"]
     assert run_cli("run", *args, "--out", str(tmp_path / "seq")).exit_code == 0
