@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import numpy as np
-
 from ..config.scenario import Slo
 from ..config.tiers import APIS
 from ..model import recorder as rc
@@ -34,35 +32,29 @@ from ..results.summary import (
 )
 from ..workload.demand import Plan
 from .accounts import allowance_lasts_h, plan_summary
-from .tables import spool_column, success_latencies_ms
-
-_THROTTLES = np.array(rc.THROTTLES)
+from .spool_totals import AttemptTotals, RequestTotals
 
 
 def _r(x: float, nd: int = 6) -> float:
     return float(round(float(x), nd))
 
 
-def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
-    """The per-tier entry of ``summary.json``."""
+def tier_summary(result: TierResult, plan: Plan,
+                 requests: RequestTotals | None = None) -> TierSummary:
+    """The per-tier entry of ``summary.json`` (``requests``: the tier's
+    :class:`RequestTotals`, if already gathered)."""
     sc, tier = plan.scenario, result.tier
-    # Only the columns the figures need, each read whole so the sums keep numpy's order;
-    # the float columns one at a time (see _cu_columns), so one tier's peak is small.
-    a = {n: spool_column(result.attempt_sink, n) for n in ("outcome", "phantom", "method")}
-    req_outcome = spool_column(result.request_sink, "outcome")
-    n_att, n_req = len(a["outcome"]), len(req_outcome)
-    counts = np.bincount(a["outcome"], minlength=len(rc.OUTCOMES))
-    throttled = int(np.isin(a["outcome"], _THROTTLES).sum())
-    req_counts = np.bincount(req_outcome, minlength=len(rc.OUTCOMES))
+    # One pass over each spool, chunk by chunk: memory does not grow with the run.
+    a = AttemptTotals.of(result, len(plan.tables.methods))
+    q = requests if requests is not None else RequestTotals.of(result)
+    n_att, n_req = a.count, q.count
+    counts, req_counts = a.outcomes, q.outcomes
+    throttled = int(counts[list(rc.THROTTLES)].sum())
     n_ok = int(req_counts[rc.OK])
-    del req_outcome
-    latency = success_latencies_ms(result)
-    pct = np.percentile(latency, [50, 95, 99]) if len(latency) else [None] * 3
-    latency_mean = latency.mean() if len(latency) else None
-    del latency
-    reserved = _r(spool_column(result.attempt_sink, "cu_reserved").sum())
-    settled_cols = _settled(result, a, plan)
-    connections = _connections(result, a, spool_column(result.attempt_sink, "stream_wait_s"))
+    n_lat = q.latency_ms.count
+    pct = q.latency_ms.percentile([50, 95, 99]) if n_lat else [None] * 3
+    latency_mean = q.latency_sum_ms.value / n_lat if n_lat else None
+    settled_total = a.settled.value
     w = result.windows
     price = plan.loaded.pricing.for_tier(tier)
     daily_used = max(result.daily_used.values(), default=0.0)
@@ -80,7 +72,7 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
         "request_outcomes": {name: int(c) for name, c in zip(rc.OUTCOMES, req_counts, strict=True)},
         "throttled": throttled,
         "throttle_rate": _r(throttled / n_att if n_att else 0.0),
-        "phantom_throttles": int(a["phantom"].sum()),
+        "phantom_throttles": a.phantom,
         "failure_rate": _r(1.0 - n_ok / n_req if n_req else 0.0),
         "latency_ms": {
             "p50": None if pct[0] is None else _r(pct[0], 3),
@@ -89,8 +81,8 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
             "mean": None if latency_mean is None else _r(latency_mean, 3),
         },
         "cu": {
-            "reserved": reserved,
-            "settled": settled_cols["settled"],
+            "reserved": _r(a.reserved.value),
+            "settled": _r(settled_total),
             "peak_window_reserved": _r(max(w.reserved_cu, default=0.0)),
             "peak_window_settled": _r(max(w.settled_cu, default=0.0)),
             "peak_window_used": _r(max(w.peak_used_cu, default=0.0)),
@@ -106,22 +98,14 @@ def tier_summary(result: TierResult, plan: Plan) -> TierSummary:
             "lasts_h": _lasts_h(result, sc.duration_s),
         },
         "retry_budget_refusals": result.retry_budget_refusals,
-        "connections": connections,
-        "websockets": _websockets(result, settled_cols["total"]),
-        "by_method": settled_cols["by_method"],
+        "connections": _connections(result, a),
+        "websockets": _websockets(result, settled_total),
+        "by_method": _by_method(a, plan),
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(
         summary, sc.slo, causes=failure_causes(summary, plan, tier))
     summary["plan"] = plan_summary(result, plan)
     return TierSummary.model_validate(summary)
-
-
-def _settled(result: TierResult, a: dict[str, np.ndarray], plan: Plan) -> dict:
-    """The figures of the ``cu_settled`` column: its total (raw and rounded) and the
-    per-method summaries."""
-    settled = spool_column(result.attempt_sink, "cu_settled")
-    total = settled.sum()
-    return {"total": total, "settled": _r(total), "by_method": _by_method(a, settled, plan)}
 
 
 def _lasts_h(result: TierResult, duration_s: float) -> float | None:
@@ -157,39 +141,35 @@ def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary |
     })
 
 
-def _connections(result: TierResult, a: dict[str, np.ndarray], stream_wait_s: np.ndarray
-                 ) -> ConnectionsSummary:
-    wait = stream_wait_s * 1000.0
-    waited = wait[wait > 0]
+def _connections(result: TierResult, a: AttemptTotals) -> ConnectionsSummary:
+    wait, n = a.stream_wait_ms, a.stream_wait_ms.count
     conn = result.connections
     return ConnectionsSummary.model_validate({
         "opened": conn.opened,
         "peak_active": conn.peak_active,
-        "refused_430": int((a["outcome"] == rc.CONN_430).sum()),
-        "refused_421": int((a["outcome"] == rc.PROTO_421).sum()),
-        "attempts_waiting_for_stream": int(len(waited)),
+        "refused_430": int(a.outcomes[rc.CONN_430]),
+        "refused_421": int(a.outcomes[rc.PROTO_421]),
+        "attempts_waiting_for_stream": n - wait.count_at_lower_bound,
         "stream_wait_ms": {
-            "mean": _r(wait.mean(), 3) if len(wait) else None,
-            "p99": _r(np.percentile(wait, 99), 3) if len(wait) else None,
-            "max": _r(wait.max(), 3) if len(wait) else None,
-            "total_s": _r(wait.sum() / 1000.0, 3),
+            "mean": _r(a.stream_wait_sum_ms.value / n, 3) if n else None,
+            "p99": _r(wait.percentile([99])[0], 3) if n else None,
+            "max": _r(a.stream_wait_max_ms, 3) if n else None,
+            "total_s": _r(a.stream_wait_sum_ms.value / 1000.0, 3),
         },
     })
 
 
-def _by_method(a: dict[str, np.ndarray], settled: np.ndarray, plan: Plan
-               ) -> dict[str, MethodSummary]:
+def _by_method(a: AttemptTotals, plan: Plan) -> dict[str, MethodSummary]:
     out = {}
     for m, name in enumerate(plan.tables.methods):
-        rows = a["method"] == m
-        if not rows.any():
+        if m >= len(a.by_method_outcome) or not a.by_method_outcome[m].any():
             continue
-        outcomes = a["outcome"][rows]
+        outcomes = a.by_method_outcome[m]
         out[name] = MethodSummary(
-            attempts=int(rows.sum()),
-            ok=int((outcomes == rc.OK).sum()),
-            throttled=int(np.isin(outcomes, _THROTTLES).sum()),
-            cu_settled=_r(settled[rows].sum()),
+            attempts=int(outcomes.sum()),
+            ok=int(outcomes[rc.OK]),
+            throttled=int(outcomes[list(rc.THROTTLES)].sum()),
+            cu_settled=_r(a.settled_by_method[m].value),
         )
     return out
 

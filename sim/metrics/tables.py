@@ -2,13 +2,11 @@
 (:func:`attempt_columns`; as pandas :func:`attempt_rows`, as Arrow :class:`AttemptTables`),
 ``windows.parquet`` (:func:`windows_frame`), the websocket ``streams``/``slots`` tables,
 and the latency table behind the latency plot (:func:`latency_table`, points on the exact
-empirical CDF). Columns are read from a tier's
-spool one at a time (:func:`spool_column`), so one tier's peak memory stays small.
+empirical CDF, from the request spool read chunk by chunk).
 """
 
 from __future__ import annotations
 
-import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -18,62 +16,27 @@ from ..config.tiers import APIS
 from ..model import recorder as rc
 from ..model.engine import TierResult
 from ..workload.demand import Plan
+from .spool_totals import RequestTotals
+from .stream_stats import OrderStatistics
 
 #: Points of a tier's latency table (:func:`latency_table`): 64 KiB a tier.
 LATENCY_POINTS = 8192
 
 
-def spool_column(sink, name: str) -> np.ndarray:
-    """One whole column of a tier's spool, read row group by row group (the same values
-    in the same order as a whole read, without the reader's copy of every column)."""
-    parts = [c[name] for c in sink.chunks([name])]
-    if not parts:
-        return np.empty(0, dtype=dict(sink.columns)[name])
-    col = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    del parts
-    release_arrow()
-    return col
-
-
-def release_arrow() -> None:
-    """Hand the Parquet reader's freed buffers back to the system (its allocator keeps
-    them otherwise, and the process's peak grows with the run's length)."""
-    pa = sys.modules.get("pyarrow")
-    if pa is not None:
-        pa.default_memory_pool().release_unused()
-
-
-def success_latencies_ms(result: TierResult) -> np.ndarray:
-    """End-to-end latency (ms) of each logical request of the tier that succeeded, in
-    request order; read chunk by chunk, so only the successes' latencies are held."""
-    parts = []
-    for q in result.request_sink.chunks(["outcome", "t_first", "t_end"]):
-        ok = q["outcome"] == rc.OK
-        parts.append((q["t_end"][ok] - q["t_first"][ok]) * 1000.0)
-    release_arrow()
-    return np.concatenate(parts) if parts else np.empty(0)
-
-
-def latency_table(result: TierResult, points: int = LATENCY_POINTS) -> np.ndarray:
+def latency_table(result: TierResult, points: int = LATENCY_POINTS,
+                  requests: RequestTotals | None = None) -> np.ndarray:
     """The tier's latency CDF (successful requests, ms) in at most ``points`` numbers,
-    for the plot: :func:`ecdf_table` of :func:`success_latencies_ms`."""
-    return ecdf_table(success_latencies_ms(result), points)
+    for the plot (``requests``: the tier's :class:`RequestTotals`, if already gathered)."""
+    q = requests if requests is not None else RequestTotals.of(result)
+    return q.latency_ms.ecdf_table(points)
 
 
 def ecdf_table(x: np.ndarray, points: int) -> np.ndarray:
-    """An empirical CDF in at most ``points`` numbers.
-
-    All of ``x``, sorted, when it has at most ``points`` values; else the order
-    statistics of rank ``ceil(k n / points)``, k = 1..points: the points of the empirical
-    CDF at heights k / points, so a line through ``(table[k-1], k / points)`` lies on
-    the exact CDF.
-    """
-    x = np.sort(np.asarray(x, dtype=float))
-    n = len(x)
-    if n <= points:
-        return x
-    ranks = -(-np.arange(1, points + 1, dtype=np.int64) * n // points)  # ceil(k n / points)
-    return x[ranks - 1]
+    """An empirical CDF of ``x`` in at most ``points`` numbers
+    (:meth:`OrderStatistics.ecdf_table`)."""
+    stats = OrderStatistics()
+    stats.add(np.asarray(x, dtype=float))
+    return stats.ecdf_table(points)
 
 
 def streams_frame(result: TierResult, plan: Plan) -> pd.DataFrame:

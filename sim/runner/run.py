@@ -28,6 +28,7 @@ from ..core.pseudonyms import secret_kind
 from ..core.version import __version__
 from ..core.workers import process_pool
 from ..metrics.figures import recommend, tier_summary
+from ..metrics.spool_totals import RequestTotals
 from ..metrics.tables import latency_table, slots_frame, streams_frame, windows_frame
 from ..model import recorder as rc
 from ..model.engine import TierResult, TierRun
@@ -93,7 +94,9 @@ class TierParts:
 
 def tier_parts(result: TierResult, plan: Plan) -> TierParts:
     """:class:`TierParts` of one tier's result."""
-    return TierParts(tier_summary(result, plan), latency_table(result),
+    requests = RequestTotals.of(result)  # one pass, for the summary and the latency plot
+    return TierParts(tier_summary(result, plan, requests),
+                     latency_table(result, requests=requests),
                      windows_frame(result, plan), streams_frame(result, plan),
                      slots_frame(result))
 
