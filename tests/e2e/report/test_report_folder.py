@@ -10,7 +10,6 @@ the old report back; ``.NAME.lock`` beside the folder keeps a second run out.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from report_folders import assert_refused, no_simulation
+from report_folders import names as listing
 from scenarios import scenario_text, write_scenario
 
 import sim
@@ -38,19 +39,6 @@ def run(scenario: Path, out: Path | None, *extra, catch=True):
     return CliRunner().invoke(main, args, catch_exceptions=catch)
 
 
-def listing(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
-
-
-def no_simulation(monkeypatch):
-    def fail(*a, **k):
-        raise AssertionError("simulated although the folder is refused")
-    # sim.api first: imported while sim.runner.run.run was patched, it bound the patch
-    # for good (`from .runner.run import run`) and later tests "simulated".
-    monkeypatch.setattr(importlib.import_module("sim.api"), "run", fail)
-    monkeypatch.setattr(importlib.import_module("sim.runner.run"), "run", fail)
-
-
 def test_every_report_carries_the_marker(tmp_path, scenario):
     out = tmp_path / "rep"
     assert run(scenario, out).exit_code == 0
@@ -66,9 +54,7 @@ def test_a_folder_that_is_not_a_report_is_refused_untouched(tmp_path, scenario, 
     before = listing(tmp_path)
     no_simulation(monkeypatch)
     result = run(scenario, victim)
-    assert result.exit_code == 2, result.output
-    assert f"capsim: error: {victim}: exists and is not a capsim report folder" in result.output
-    assert "Traceback" not in result.output
+    assert_refused(result, f"capsim: error: {victim}: exists and is not a capsim report folder")
     assert listing(tmp_path) == before  # not even a lock file beside it
     assert (victim / "precious.txt").read_text() == "precious\n"
 

@@ -10,13 +10,14 @@ the same kind: ``capsim calibrate --out`` silently replaced a run report and the
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from report_folders import assert_refused, no_simulation
+from report_folders import contents as listing
 from scenarios import scenario_text, write_scenario
 
 from sim.cli.main import main
@@ -25,11 +26,6 @@ from sim.jobs.sweep import run_sweep
 from sim.jobs.sweep_plan import plan_sweep
 from sim.report.folder import MARKER, ReportFolder, inspect, is_report
 from sim.report.writer import write_folder
-
-
-def listing(folder: Path) -> list[tuple[str, bytes | None]]:
-    return sorted((str(p.relative_to(folder)), p.read_bytes() if p.is_file() else None)
-                  for p in folder.rglob("*"))
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +44,6 @@ def report(tmp_path_factory) -> Path:
 def scenario(tmp_path) -> Path:
     return write_scenario(tmp_path, scenario_text(name="tiny", rate=2, duration=30),
                           filename="tiny.toml")
-
-
-def no_simulation(monkeypatch):
-    def fail(*a, **k):
-        raise AssertionError("simulated although the folder is refused")
-    monkeypatch.setattr(importlib.import_module("sim.api"), "run", fail)
 
 
 def run_into(scenario, out):
@@ -81,9 +71,7 @@ def test_a_project_folder_with_a_copied_summary_is_not_replaced(report, tmp_path
     before = listing(tmp_path)
     no_simulation(monkeypatch)
     r = run_into(scenario, home)
-    assert r.exit_code == 2, r.output
-    assert f"capsim: error: {home}: " in r.output
-    assert "Traceback" not in r.output
+    assert_refused(r, f"capsim: error: {home}: ")
     assert listing(tmp_path) == before  # nothing touched, not even a lock beside it
 
 
@@ -96,8 +84,7 @@ def test_a_report_with_a_file_added_by_the_user_is_not_replaced(report, tmp_path
     before = listing(tmp_path)
     no_simulation(monkeypatch)
     r = run_into(scenario, rep)
-    assert r.exit_code == 2
-    assert "holds files capsim did not write (my-notes.txt)" in r.output
+    assert_refused(r, "holds files capsim did not write (my-notes.txt)")
     assert listing(tmp_path) == before
 
 
@@ -138,8 +125,7 @@ def test_run_does_not_replace_a_calibration_folder(tmp_path, scenario, monkeypat
     before = listing(tmp_path)
     no_simulation(monkeypatch)
     r = run_into(scenario, cal)
-    assert r.exit_code == 2
-    assert "is a capsim calibration folder, not a capsim report folder" in r.output
+    assert_refused(r, "is a capsim calibration folder, not a capsim report folder")
     assert listing(tmp_path) == before
 
 
@@ -151,9 +137,8 @@ def test_calibrate_does_not_replace_a_run_report(report, tmp_path):
     before = listing(tmp_path)
     r = CliRunner().invoke(main, ["calibrate", str(tmp_path / "no-trace.parquet"),
                                   "--tier", "RPC", "--out", str(rep)])
-    assert r.exit_code == 2, r.output
-    assert f"capsim: error: {rep}: is a capsim report folder, not a capsim calibration" \
-        in r.output
+    assert_refused(r, f"capsim: error: {rep}: is a capsim report folder, not a capsim "
+                      "calibration")
     assert listing(tmp_path) == before
     with pytest.raises(CapsimError, match="not a capsim calibration folder"):
         _calibration_folder(rep)
@@ -173,7 +158,7 @@ def test_run_does_not_replace_a_sweep_folder(tmp_path, scenario, monkeypatch):
     before = listing(tmp_path)
     no_simulation(monkeypatch)
     r = run_into(scenario, sweep)
-    assert r.exit_code == 2 and "is a capsim sweep folder" in r.output
+    assert_refused(r, "is a capsim sweep folder")
     assert listing(tmp_path) == before
 
 
