@@ -35,6 +35,11 @@ process, for the held trace rows and the base of each worker), with figures meas
 request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 ``--max-requests`` / ``max_requests`` limit; retries can multiply the attempts by up to
 ``max_attempts``, which :func:`check` reports as a warning.
+
+The spools are on disk, not in memory, and every tier's stays until the report is
+written: :func:`check` also refuses a run whose spools (``tiers x (attempts + requests) x
+SPOOL_BYTES_PER_ROW``) exceed :data:`SAFETY_FRACTION` of the free space of the temporary
+folder (``TMPDIR``), and warns when retries could.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -76,7 +83,12 @@ place in the pool's queue). ``python3 benchmarks/bench_memory_queue.py --rate 20
 --durations 100,200`` measured 312 / 387, 236 / 413 and 411 / 404 bytes in three runs
 (extra peak RSS over the same demand unqueued, per request of the closed-form queue)."""
 SAFETY_FRACTION = 0.8
-"""Share of the available memory a run may plan to use."""
+"""Share of the available memory (and of the free temporary disk) a run may plan to use."""
+SPOOL_BYTES_PER_ROW = 28
+"""Temporary disk one spooled row costs, an attempt's or a logical request's
+(``python3 benchmarks/bench_spool.py``: 27.68 bytes per attempt row as the spool writes
+them, LZ4 without dictionaries; a request row has fewer columns). Every tier's spool stays
+on disk until the run's report is written."""
 _MAX_EXACT_SLOTS = 1_000_000
 
 
@@ -128,6 +140,12 @@ class SizeEstimate:
         workers = min(self.jobs, self.tiers) if self.jobs > 1 else 0
         return (BASE_BYTES + workers * WORKER_BYTES + rows * BYTES_PER_TRACE_ROW * (1 + workers)
                 + attempts * BYTES_PER_ATTEMPT + self.queued * BYTES_PER_QUEUED)
+
+    def disk_bytes_needed(self, retries: bool = False) -> float:
+        """Temporary disk for every tier's spool: one row per attempt (one per request,
+        or with ``retries`` every retry) and one per logical request."""
+        attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
+        return self.tiers * (attempts + self.requests) * SPOOL_BYTES_PER_ROW
 
     def describe(self) -> str:
         """``about 3.6e08 requests per tier (arrival 'a': 3.6e08) on 9 tier(s)``."""
@@ -298,13 +316,26 @@ def available_memory_bytes() -> int | None:
     return min(found) if found else None
 
 
+def free_spool_disk() -> tuple[str, int | None]:
+    """The folder runs spool to (the system's temporary folder: ``TMPDIR``) and the bytes
+    free on its file system (None when it cannot be read)."""
+    where = tempfile.gettempdir()
+    try:
+        return where, shutil.disk_usage(where).free
+    except OSError:
+        return where, None
+
+
 def check(loaded: LoadedScenario, *, max_requests: int | None = None, jobs: int = 1,
-          available: int | None = None) -> tuple[SizeEstimate, list[str]]:
-    """Refuse a run too large for the machine or the limit; return the estimate and
-    warnings (a run that fits unless retries multiply its attempts).
+          available: int | None = None, disk_free: int | None = None
+          ) -> tuple[SizeEstimate, list[str]]:
+    """Refuse a run too large for the machine (its memory, or the temporary disk its
+    spools need) or the limit; return the estimate and warnings (a run that fits unless
+    retries multiply its attempts).
 
     ``max_requests`` (``--max-requests``) wins over the scenario's ``max_requests``;
-    ``available`` defaults to :func:`available_memory_bytes`.
+    ``available`` defaults to :func:`available_memory_bytes`, ``disk_free`` to the free
+    bytes of :func:`free_spool_disk`.
     """
     size = estimate(loaded, jobs)
     limit = max_requests if max_requests is not None else loaded.scenario.max_requests
@@ -333,4 +364,22 @@ def check(loaded: LoadedScenario, *, max_requests: int | None = None, jobs: int 
             warnings.append(
                 f"with every retry this run could need {_gib(worst)} of memory "
                 f"({_gib(available)} available); it fits without retries ({_gib(need)})")
+    where, free = free_spool_disk()
+    if disk_free is not None:
+        free = disk_free
+    if free is not None:
+        budget = SAFETY_FRACTION * free
+        need = size.disk_bytes_needed()
+        if need > budget:
+            raise CapsimError(
+                f"run too large for this machine's temporary disk: {size.describe()}, "
+                f"its spools needing about {_gib(need)} in {where}; {_gib(free)} free "
+                f"({SAFETY_FRACTION:.0%} usable). Point TMPDIR at a larger disk, "
+                f"{change}, or set --max-requests to stop such runs early",
+                file=loaded.path)
+        worst = size.disk_bytes_needed(retries=True)
+        if worst > budget:
+            warnings.append(
+                f"with every retry this run's spools could need {_gib(worst)} of disk in "
+                f"{where} ({_gib(free)} free); it fits without retries ({_gib(need)})")
     return size, warnings

@@ -237,3 +237,56 @@ def test_a_too_large_trace_says_what_it_holds(tmp_path):
     loaded = _trace_scenario(tmp_path, range(1000), chunk_rows=100)
     with pytest.raises(CapsimError, match="read a row group at a time, counted as 100 row"):
         check(loaded, available=size_estimate.BASE_BYTES)
+
+
+def test_spools_need_a_row_per_attempt_and_per_request_on_every_tier():
+    loaded = _loaded("""
+[[sources]]
+name = "p"
+key = "k1"
+arrival = { process = "poisson", rate = 10 }
+""")
+    size = estimate(loaded)
+    (src,) = size.sources
+    # 10 per second for the scenario's duration: every tier's spool holds a row per
+    # attempt (one per request without retries) and a row per logical request
+    rows = 10 * loaded.scenario.duration_s
+    assert src.requests == pytest.approx(rows)
+    per_row = size_estimate.SPOOL_BYTES_PER_ROW
+    assert size.disk_bytes_needed() == pytest.approx(len(loaded.tiers) * 2 * rows * per_row)
+    worst = len(loaded.tiers) * (src.max_attempts + 1) * rows * per_row
+    assert size.disk_bytes_needed(retries=True) == pytest.approx(worst)
+
+
+def test_a_run_whose_spools_would_fill_the_disk_is_refused(monkeypatch):
+    loaded = _loaded("""
+[[sources]]
+name = "p"
+key = "k1"
+arrival = { process = "poisson", rate = 10 }
+""")
+    size = estimate(loaded)
+    one, worst = size.disk_bytes_needed(), size.disk_bytes_needed(retries=True)
+    plenty = 64 * GIB
+    _, warnings = check(loaded, available=plenty,
+                        disk_free=math.ceil((one + worst) / 2 / SAFETY_FRACTION))
+    assert len(warnings) == 1 and "spools could need" in warnings[0]
+    with pytest.raises(CapsimError, match="too large for this machine's temporary disk") as e:
+        check(loaded, available=plenty, disk_free=math.floor(one / SAFETY_FRACTION) - 1)
+    assert "TMPDIR" in str(e.value) and size_estimate.free_spool_disk()[0] in str(e.value)
+
+
+def test_the_cli_refuses_a_run_for_the_disk_before_drawing(tmp_path, monkeypatch):
+    monkeypatch.setattr(size_estimate, "available_memory_bytes", lambda: 64 * GIB)
+    monkeypatch.setattr(size_estimate, "free_spool_disk", lambda: ("/spool", GIB))
+    _never_draw(monkeypatch)
+    # 3.6e6 requests per tier on 9 tiers: 1.7 GiB of spool rows, 0.1 GiB of memory
+    path = write_scenario(tmp_path, BIG.replace("1e5", "1e3"), filename="big.toml")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(out), "-q"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.output.startswith(
+        f"capsim: error: {path}: run too large for this machine's temporary disk")
+    assert "needing about 1.7 GiB in /spool; 1.0 GiB free" in result.output
+    assert not out.exists()
