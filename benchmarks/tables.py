@@ -284,6 +284,9 @@ class Benchmark:
     script: str
     what: str
     render: Callable[[dict], list[str]]
+    #: The script's options for this section, when a script measures two (one of them
+    #: ``--json benchmarks/results/<name>.json``).
+    args: str = ""
 
 
 BENCHMARKS = [
@@ -344,6 +347,11 @@ BENCHMARKS = [
               "Wall time and memory of replaying a trace of 400 requests/s (by default a "
               "day) against every tier with `--jobs 2 --records windows`, against a "
               "synthetic source of the same rate.", replay_day),
+    Benchmark("replay_hour", "An hour of recorded traffic on every tier, against its floor",
+              "bench_replay_day.py",
+              "The same benchmark for one hour, with its floor (a synthetic Poisson source "
+              "of the same rate) measured in the same run.", replay_day,
+              args="--hours 1 --json benchmarks/results/replay_hour.json"),
     Benchmark("calibrate", "Calibration against trace length", "bench_calibrate.py",
               "`capsim calibrate` (joint identification by linear programming, decisions "
               "only) on reference traces of growing length, against one replay of the same "
@@ -380,7 +388,8 @@ def render(results: Path = RESULTS) -> str:
         lines += ["", f"## {b.title}", "", b.what, ""]
         path = results / f"{b.name}.json"
         if not path.exists():
-            lines += [f"*Not measured in this revision.* Run `python3 benchmarks/{b.script}` "
+            run = " ".join([f"python3 benchmarks/{b.script}", *([b.args] if b.args else [])])
+            lines += [f"*Not measured in this revision.* Run `{run}` "
                       f"(it writes `benchmarks/results/{b.name}.json`), then `{COMMAND}`."]
             continue
         data = json.loads(path.read_text(encoding="utf-8"))
