@@ -289,8 +289,8 @@ def tiers(as_json):
 @size_options
 def validate(scenario, overrides, max_requests):
     """Check a scenario file (default: the built-in one) without running it (exit code 2
-    and one message if invalid, or if the run would not fit in memory or in
-    --max-requests)."""
+    and one message if invalid, or if the run would not fit in memory, on the temporary
+    disk its spools need, or in --max-requests)."""
     loaded = _load(scenario, overrides)
     size = _check_size(loaded, max_requests)
     sc = loaded.scenario

@@ -59,7 +59,7 @@ def size_options(f):
                         help="Refuse a run expected to simulate more than N requests per "
                              "tier (HTTP requests, websocket handshakes and deliveries); "
                              "default: the scenario's max_requests, else only the memory "
-                             "check.")(f)
+                             "and temporary-disk checks.")(f)
 
 
 def force_option(f):
