@@ -427,6 +427,9 @@ def _empty(speed, k, shift, dropped: int = 0) -> ReplayTrace:
 # --- streaming: the same transforms, a row group at a time ---------------------------
 
 _BASE = ("t", "api", "method", "key", "region", "items", "profiles", "gas_used", "cu")
+#: Rows the stream's steps after the merge work on at a time (a row group is read whole,
+#: then handed on in slices of this many rows).
+SLICE_ROWS = 1 << 16
 
 
 class ReplayStream:
@@ -581,8 +584,11 @@ class ReplayStream:
                         # rows at or past the next group's first time wait for it
                         open_[keys[0]] = {name: arr[e:] for name, arr in merged.items()}
                         merged = {name: arr[:e] for name, arr in merged.items()}
-                if len(merged["t"]):
-                    yield merged
+                # in slices: what the later steps build per piece (and the engine holds
+                # of each chunk) is then a slice's worth, not a row group's
+                for i in range(0, len(merged["t"]), SLICE_ROWS):
+                    yield {name: arr[i:i + SLICE_ROWS] for name, arr in merged.items()}
+                del merged
         finally:
             pf.close()
 
