@@ -2,9 +2,9 @@
 a run the machine cannot hold.
 
 A run draws its demand slice by slice and spools its attempt rows to disk as it goes, so
-what grows with its size is small: the summary reads one tier's columns back at a time,
-and a trace source is read from its file a row group at a time (in the parent and in each
-worker; :class:`~sim.traces.replay.ReplayStream`).
+what grows with its size is small: a tier's summary reads its spool chunk by chunk, in
+bounded memory, and a trace source is read from its file a row group at a time (in the
+parent and in each worker; :class:`~sim.traces.replay.ReplayStream`).
 :func:`estimate` counts requests from closed forms only, never by drawing:
 
 * an open-loop source: its arrival process's exact mean count over the duration
@@ -27,10 +27,11 @@ worker; :class:`~sim.traces.replay.ReplayStream`).
   and never drains), plus one block of a ``block`` source whose bursts exceed K.
   Every queued request stays in memory until it is sent.
 
-Memory is ``BASE_BYTES + attempts * BYTES_PER_ATTEMPT + held trace rows *
-BYTES_PER_TRACE_ROW + queued * BYTES_PER_QUEUED`` (times the copies, one per worker
-process, for the held trace rows and the base of each worker), with figures measured by
-``benchmarks/bench_memory.py``. :func:`check` refuses (a
+Memory is ``BASE_BYTES + min(attempts, SUMMARY_ATTEMPTS_IN_MEMORY) * BYTES_PER_ATTEMPT
++ attempts * BYTES_PER_ATTEMPT_STREAMED + held trace rows * BYTES_PER_TRACE_ROW + queued *
+BYTES_PER_QUEUED`` (times the copies, one per worker process, for the held trace rows and
+the base of each worker), with figures measured by ``benchmarks/bench_memory.py`` and
+``benchmarks/bench_replay_memory.py``. :func:`check` refuses (a
 :class:`~sim.core.errors.CapsimError`, exit code 2) a run whose estimate, one attempt per
 request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 ``--max-requests`` / ``max_requests`` limit; retries can multiply the attempts by up to
@@ -60,14 +61,22 @@ from .load import scale_scenario
 
 # ``python3 benchmarks/bench_memory.py`` (whole ``capsim run``, peak RSS, 0.2 and 0.8
 # million requests on 1 and 3 tiers) measured 292.5 / 309.7 MiB on 1 tier and 326.8 /
-# 301.4 MiB on 3 tiers: flat within the noise of +-20 MiB (least squares: a 311 MiB base,
-# -8 bytes per request, 0 per attempt and tier), so at most ~35 bytes per request over 0.6
-# million. BYTES_PER_ATTEMPT is that bound, and what one tier's summary holds when it reads
-# its spool back (int columns 4 bytes, one float column and its copy 16, the successes'
-# latencies and the percentile's copy 16); it applies once, not per tier.
+# 301.4 MiB on 3 tiers: flat within the noise of +-20 MiB, so at most ~35 bytes per request
+# over 0.6 million. BYTES_PER_ATTEMPT is that bound, for the attempts whose columns a tier's
+# summary may still sort in memory (up to SUMMARY_ATTEMPTS_IN_MEMORY; beyond, its order
+# statistics spill sorted runs to disk: sim/metrics/stream_stats.py).
 BYTES_PER_ATTEMPT = 40
-"""Peak bytes one attempt of a tier costs while that tier's summary is computed (one tier
-at a time); was 64 per attempt and tier, unmeasured, with every tier's latencies kept."""
+"""Peak bytes one attempt of a tier costs while that tier's summary is computed, for the
+first :data:`SUMMARY_ATTEMPTS_IN_MEMORY` attempts (one tier at a time)."""
+SUMMARY_ATTEMPTS_IN_MEMORY = 2 * 2**21
+"""Attempts past which a tier's summary holds no more: its two order-statistics columns
+(latencies, stream waits) keep at most ``sim.metrics.stream_stats.RUN_VALUES`` (2**21)
+values each in memory (a lower layer cannot import it; a test holds the two equal)."""
+BYTES_PER_ATTEMPT_STREAMED = 2
+"""Bytes every attempt costs on top (the run's per-window figures and other state that
+grows with its length): ``python3 benchmarks/bench_replay_memory.py`` measured the
+synthetic floor at 223, 230 and 260 MiB for 0.5, 4 and 20 million requests (about 1.9, 15
+and 77 million attempts on an overloaded tier), about 0.5 byte per attempt; 2 is the bound."""
 BYTES_PER_TRACE_ROW = 500
 """Peak bytes a trace row held in memory costs, once per process: a streamed trace holds
 a row group (or the row groups that overlap in time) at a time; the figure is the one
@@ -138,8 +147,10 @@ class SizeEstimate:
         rows = sum(s.held for s in self.sources if s.kind == "trace")
         attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
         workers = min(self.jobs, self.tiers) if self.jobs > 1 else 0
+        summary = min(attempts, SUMMARY_ATTEMPTS_IN_MEMORY) * BYTES_PER_ATTEMPT
         return (BASE_BYTES + workers * WORKER_BYTES + rows * BYTES_PER_TRACE_ROW * (1 + workers)
-                + attempts * BYTES_PER_ATTEMPT + self.queued * BYTES_PER_QUEUED)
+                + summary + attempts * BYTES_PER_ATTEMPT_STREAMED
+                + self.queued * BYTES_PER_QUEUED)
 
     def disk_bytes_needed(self, retries: bool = False) -> float:
         """Temporary disk for every tier's spool: one row per attempt (one per request,

@@ -215,7 +215,7 @@ def test_a_trace_in_time_order_counts_one_row_group_in_memory(tmp_path, k):
     (src,) = size.sources
     assert (src.requests, src.held) == (1000 * k, 100 * math.ceil(k))
     need = size_estimate.BASE_BYTES + 100 * math.ceil(k) * size_estimate.BYTES_PER_TRACE_ROW \
-        + 1000 * k * size_estimate.BYTES_PER_ATTEMPT
+        + 1000 * k * (size_estimate.BYTES_PER_ATTEMPT + size_estimate.BYTES_PER_ATTEMPT_STREAMED)
     assert size.bytes_needed() == pytest.approx(need)
     assert "trace 'rec' is read a row group at a time" in size.describe()
     # room for a row group but not for the whole trace at 500 bytes a row: it runs
@@ -290,3 +290,31 @@ def test_the_cli_refuses_a_run_for_the_disk_before_drawing(tmp_path, monkeypatch
         f"capsim: error: {path}: run too large for this machine's temporary disk")
     assert "needing about 1.7 GiB in /spool; 1.0 GiB free" in result.output
     assert not out.exists()
+
+
+def test_the_summary_s_memory_stops_growing_where_its_columns_spill():
+    from sim.metrics import stream_stats
+
+    # the summary's two order-statistics columns hold at most RUN_VALUES values each
+    assert size_estimate.SUMMARY_ATTEMPTS_IN_MEMORY == 2 * stream_stats.RUN_VALUES
+    cap = size_estimate.SUMMARY_ATTEMPTS_IN_MEMORY
+
+    def need(rate):
+        size = estimate(_loaded(f"""
+[[sources]]
+name = "p"
+key = "k1"
+arrival = {{ process = "poisson", rate = {rate} }}
+""", extra='[clients.default]\nretry = {policy = "none"}\nhttp = {max_connections = 128}\n'))
+        assert size.queued == 0  # 4,096 streams: nothing waits at these rates
+        return size.bytes_needed()
+
+    # one hour: 3,600 x rate requests, one attempt each
+    small, big, bigger = need(100), need(3_000), need(30_000)  # 0.36 M, 10.8 M, 108 M
+    per = size_estimate.BYTES_PER_ATTEMPT + size_estimate.BYTES_PER_ATTEMPT_STREAMED
+    assert small - size_estimate.BASE_BYTES == pytest.approx(360_000 * per)
+    # past the cap only the streamed bytes grow
+    assert bigger - big == pytest.approx(97_200_000 * size_estimate.BYTES_PER_ATTEMPT_STREAMED)
+    assert big - size_estimate.BASE_BYTES == pytest.approx(
+        cap * size_estimate.BYTES_PER_ATTEMPT
+        + 10_800_000 * size_estimate.BYTES_PER_ATTEMPT_STREAMED)
