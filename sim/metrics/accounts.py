@@ -1,8 +1,10 @@
 """Per-account figures of a tier's run (scenarios with ``[[accounts]]``).
 
 An attempt belongs to the account of the key it carried (a key of no account: to none;
-it got 401). A logical request belongs to the account of its first attempt's key. The
-plan's monthly cost is the sum of the accounts' prices, each at its own tier.
+it got 401). A logical request belongs to the account of its key (every attempt of a
+request carries the same one), read from the request rows. The plan's monthly cost is
+the sum of the accounts' prices, each at its own tier. The figures come from one pass
+over each spool, in memory that does not grow with the run.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from ..model import recorder as rc
 from ..model.engine import TierResult
 from ..results.summary import AccountSummary, DailyAllowance, PlanSummary
 from ..workload.demand import Plan
+from .spool_totals import release_arrow
+from .stream_stats import ExactSum, OrderStatistics
 
-_THROTTLES = np.array(rc.THROTTLES)
+_N_OUT = len(rc.OUTCOMES)
 
 
 def _r(x: float, nd: int = 6) -> float:
@@ -40,15 +44,42 @@ def allowance_lasts_h(allowance_cu: float | None, daily_used: dict[int, float],
     return _r(allowance_cu / (charged / (duration_s / 3600.0)), 3)
 
 
-def request_accounts(result: TierResult, plan: Plan) -> np.ndarray:
-    """The account index of each logical request (rows of ``result.requests``)."""
-    a, q = result.attempts, result.requests
-    first = a["attempt"] == 1
-    rids = a["request_id"][first]
-    acct = plan.tables.key_account[a["key"][first]]
-    order = np.argsort(rids, kind="stable")
-    pos = np.searchsorted(rids[order], q["request_id"])
-    return acct[order][pos] if len(q["request_id"]) else np.empty(0, dtype=np.int16)
+class _AccountTotals:
+    """Per-account totals over a tier's spools, in one pass over each, chunk by chunk.
+
+    Accounts are indexed from 1 (0: a key of no account). An attempt belongs to the
+    account of its key, a logical request to the account of its key (every attempt of a
+    request carries the same key).
+    """
+
+    def __init__(self, result: TierResult, plan: Plan) -> None:
+        sc = plan.scenario
+        n = len(sc.account_list) + 1
+        key_account = plan.tables.key_account.astype(np.int64) + 1
+        n_sources = len(sc.sources)
+        self.attempts = np.zeros((n, _N_OUT), dtype=np.int64)
+        self.handshakes = np.zeros((n, _N_OUT), dtype=np.int64)
+        self.settled = [ExactSum() for _ in range(n)]
+        for a in result.attempt_sink.chunks(["key", "source", "outcome", "cu_settled"]):
+            acct, outcome = key_account[a["key"]], a["outcome"].astype(np.int64)
+            self.attempts += np.bincount(acct * _N_OUT + outcome,
+                                         minlength=n * _N_OUT).reshape(n, _N_OUT)
+            ws = a["source"] >= n_sources
+            self.handshakes += np.bincount(acct[ws] * _N_OUT + outcome[ws],
+                                           minlength=n * _N_OUT).reshape(n, _N_OUT)
+            for i in np.unique(acct).tolist():
+                self.settled[i].add(a["cu_settled"][acct == i])
+        self.requests = np.zeros((n, _N_OUT), dtype=np.int64)
+        self.latency_ms = [OrderStatistics() for _ in range(n)]
+        for q in result.request_sink.chunks(["key", "outcome", "t_first", "t_end"]):
+            acct, outcome = key_account[q["key"]], q["outcome"].astype(np.int64)
+            self.requests += np.bincount(acct * _N_OUT + outcome,
+                                         minlength=n * _N_OUT).reshape(n, _N_OUT)
+            ok = outcome == rc.OK
+            latency = (q["t_end"] - q["t_first"]) * 1000.0
+            for i in np.unique(acct[ok]).tolist():
+                self.latency_ms[i].add(latency[ok & (acct == i)])
+        release_arrow()
 
 
 def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
@@ -56,22 +87,17 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
     sc = plan.scenario
     if not sc.several_accounts:
         return None
-    a, q = result.attempts, result.requests
-    att_acct = plan.tables.key_account[a["key"]]
-    req_acct = request_accounts(result, plan)
+    totals = _AccountTotals(result, plan)
     pricing = plan.loaded.pricing
     ws = result.websockets
     accounts = []
     for i, (spec, res) in enumerate(zip(sc.account_list, result.accounts, strict=True)):
-        rows, reqs = att_acct == i, req_acct == i
-        outcomes = a["outcome"][rows]
-        n_att, n_req = int(rows.sum()), int(reqs.sum())
-        throttled = int(np.isin(outcomes, _THROTTLES).sum())
-        ok = reqs & (q["outcome"] == rc.OK)
-        latency = (q["t_end"][ok] - q["t_first"][ok]) * 1000.0
+        outcomes, requests = totals.attempts[i + 1], totals.requests[i + 1]
+        latency = totals.latency_ms[i + 1]
+        n_att, n_req = int(outcomes.sum()), int(requests.sum())
+        throttled = int(outcomes[list(rc.THROTTLES)].sum())
         used = max(res.daily_used.values(), default=0.0)
         ran_out = min(res.daily_exhausted_at.values(), default=None)
-        is_ws = rows & (a["source"] >= len(sc.sources))
         slots = ws.slots_by_account[i]["live"] if ws is not None else []
         accounts.append(AccountSummary(
             account=spec.name, tier=res.tier.name, fixed_tier=spec.tier is not None,
@@ -79,9 +105,9 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
             cu_per_window=_r(res.tier.cu_per_window), ws_cap=res.tier.ws_cap,
             requests=n_req, attempts=n_att, throttled=throttled,
             throttle_rate=_r(throttled / n_att if n_att else 0.0),
-            failure_rate=_r(1.0 - ok.sum() / n_req if n_req else 0.0),
-            latency_p99_ms=_r(np.percentile(latency, 99), 3) if len(latency) else None,
-            cu_settled=_r(a["cu_settled"][rows].sum()),
+            failure_rate=_r(1.0 - requests[rc.OK] / n_req if n_req else 0.0),
+            latency_p99_ms=_r(latency.percentile([99])[0], 3) if latency.count else None,
+            cu_settled=_r(totals.settled[i + 1].value),
             peak_window_used=_r(max(res.windows.peak_used_cu, default=0.0)),
             windows_with_throttles=int(sum(1 for x in res.windows.throttled if x)),
             daily_allowance=DailyAllowance(
@@ -91,9 +117,9 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
                 lasts_h=allowance_lasts_h(res.daily_allowance_cu, res.daily_used,
                                           sc.duration_s)),
             connections_opened=res.connections.opened,
-            refused_430=int((outcomes == rc.CONN_430).sum()),
-            ws_handshakes_ok=int((a["outcome"][is_ws] == rc.OK).sum()),
-            ws_refused_435=int((a["outcome"][is_ws] == rc.WS_435).sum()),
+            refused_430=int(outcomes[rc.CONN_430]),
+            ws_handshakes_ok=int(totals.handshakes[i + 1][rc.OK]),
+            ws_refused_435=int(totals.handshakes[i + 1][rc.WS_435]),
             peak_live_slots=int(max(slots, default=0)),
         ))
     prices = [x.monthly_usd for x in accounts]

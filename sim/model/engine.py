@@ -59,7 +59,7 @@ _NAN = math.nan
 _ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", "t_send",
                    "t_end", "outcome", "cu_reserved", "cu_settled", "retry_after_s",
                    "phantom", "stream_wait_s")
-_REQUEST_VALUES = ("request_id", "source", "method", "t_first", "t_end", "outcome",
+_REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
                    "attempts")
 
 
@@ -517,7 +517,7 @@ class TierRun:
         self._abuf += self._apack(r.rid, r.attempt, r.source, r.method, r.key, r.region,
                                   r.t_send, t_back, rc.OK, r.reserve, r.actual, _NAN, False,
                                   r.wait)
-        self._qbuf += self._qpack(r.rid, r.source, r.method, r.t_first, t_back, rc.OK,
+        self._qbuf += self._qpack(r.rid, r.source, r.method, r.key, r.t_first, t_back, rc.OK,
                                   r.attempt)
         if len(self._abuf) >= self._abytes or len(self._qbuf) >= self._qbytes:
             self.rec.flush()
@@ -544,7 +544,7 @@ class TierRun:
                 if len(self._abuf) >= self._abytes:
                     self.rec.flush()
                 return
-        self._qbuf += self._qpack(r.rid, r.source, r.method, r.t_first, t_back, outcome,
+        self._qbuf += self._qpack(r.rid, r.source, r.method, r.key, r.t_first, t_back, outcome,
                                   r.attempt)
         if len(self._abuf) >= self._abytes or len(self._qbuf) >= self._qbytes:
             self.rec.flush()

@@ -41,7 +41,7 @@ ATTEMPT_COLUMNS = (
 )
 REQUEST_COLUMNS = (
     ("request_id", np.int64), ("source", np.int16), ("method", np.int16),
-    ("t_first", np.float64), ("t_end", np.float64), ("outcome", np.int8),
+    ("key", np.int16), ("t_first", np.float64), ("t_end", np.float64), ("outcome", np.int8),
     ("attempts", np.int16),
 )
 

@@ -161,7 +161,7 @@ def run_reference(plan: Plan, tier: Tier) -> tuple[list[dict], list[dict]]:
                 wait = deciders[source].delay(
                     attempt, None if math.isnan(retry_after) else retry_after)
             if wait is None:
-                requests.append(dict(request_id=rid, source=source, method=method,
+                requests.append(dict(request_id=rid, source=source, method=method, key=key,
                                      t_first=t_first, t_end=t_back, outcome=outcome,
                                      attempts=attempt))
                 return

@@ -127,12 +127,13 @@ def test_fast_engine_matches_the_reference_attempt_for_attempt(name):
     for n in TIMES:
         np.testing.assert_allclose(got[n], want[n], rtol=0, atol=1e-9, err_msg=n)
 
-    qnames = ("request_id", "source", "method", "outcome", "attempts", "t_first", "t_end")
+    qnames = ("request_id", "source", "method", "key", "outcome", "attempts", "t_first",
+              "t_end")
     gq = _sorted({n: fast_q[n] for n in qnames}, ("request_id",))
     wq = _sorted(_columns(ref_q, qnames), ("request_id",))
-    for n in qnames[:5]:
+    for n in qnames[:6]:
         assert np.array_equal(gq[n], wq[n]), n
-    for n in qnames[5:]:
+    for n in qnames[6:]:
         np.testing.assert_allclose(gq[n], wq[n], rtol=0, atol=1e-9, err_msg=n)
 
     # each scenario exercises what it is named for

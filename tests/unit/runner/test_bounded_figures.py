@@ -17,7 +17,9 @@ from sim.model import recorder as rc
 # stream-wait column has many values above zero for its percentile too
 QUEUED = ["clients.bot.http.max_connections=1", "clients.bot.http.max_streams_per_conn=4"]
 RUNS = [(None, ["RPC + Search", "Advanced bundle"], []),
-        ("workloads/searcher.toml", ["Search", "Professional bundle"], QUEUED)]
+        ("workloads/searcher.toml", ["Search", "Professional bundle"], QUEUED),
+        # [[accounts]]: the per-account figures from the same kind of pass
+        ("workloads/two-accounts.toml", None, [])]
 
 
 def _run(scenario, tiers, overrides):

@@ -82,7 +82,7 @@ def test_flush_hands_on_only_a_full_table():
     rec = rc.Recorder(chunk_rows=2)
     for row in _rows(2):
         rec.attempt_buf += rc.ATTEMPT_ROW.pack(*row)
-    rec.request_buf += rc.REQUEST_ROW.pack(0, 1, 2, 0.5, 0.75, 0, 1)  # one of two rows
+    rec.request_buf += rc.REQUEST_ROW.pack(0, 1, 2, 0, 0.5, 0.75, 0, 1)  # one of two rows
     rec.flush()
     assert len(rec.attempt_buf) == 0 and len(rec.request_buf) == rc.REQUEST_ROW.size
     assert len(rec.attempt_sink.read()["request_id"]) == 2
