@@ -62,24 +62,26 @@ class _AccountTotals:
         self.settled = [ExactSum() for _ in range(n)]
         for a in result.attempt_sink.chunks(["key", "source", "outcome", "cu_settled"]):
             acct, outcome = key_account[a["key"]], a["outcome"].astype(np.int64)
-            self.attempts += np.bincount(acct * _N_OUT + outcome,
-                                         minlength=n * _N_OUT).reshape(n, _N_OUT)
+            self.attempts += _by_account(acct, outcome, n)
             ws = a["source"] >= n_sources
-            self.handshakes += np.bincount(acct[ws] * _N_OUT + outcome[ws],
-                                           minlength=n * _N_OUT).reshape(n, _N_OUT)
+            self.handshakes += _by_account(acct[ws], outcome[ws], n)
             for i in np.unique(acct).tolist():
                 self.settled[i].add(a["cu_settled"][acct == i])
         self.requests = np.zeros((n, _N_OUT), dtype=np.int64)
         self.latency_ms = [OrderStatistics() for _ in range(n)]
         for q in result.request_sink.chunks(["key", "outcome", "t_first", "t_end"]):
             acct, outcome = key_account[q["key"]], q["outcome"].astype(np.int64)
-            self.requests += np.bincount(acct * _N_OUT + outcome,
-                                         minlength=n * _N_OUT).reshape(n, _N_OUT)
+            self.requests += _by_account(acct, outcome, n)
             ok = outcome == rc.OK
             latency = (q["t_end"] - q["t_first"]) * 1000.0
             for i in np.unique(acct[ok]).tolist():
                 self.latency_ms[i].add(latency[ok & (acct == i)])
         release_arrow()
+
+
+def _by_account(acct: np.ndarray, outcome: np.ndarray, n: int) -> np.ndarray:
+    """Rows per (account, outcome): an ``n`` x outcomes matrix."""
+    return np.bincount(acct * _N_OUT + outcome, minlength=n * _N_OUT).reshape(n, _N_OUT)
 
 
 def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:

@@ -359,38 +359,41 @@ def check(loaded: LoadedScenario, *, max_requests: int | None = None, jobs: int 
             file=loaded.path)
     if available is None:
         available = available_memory_bytes()
-    warnings = []
-    if available is not None:
-        budget = SAFETY_FRACTION * available
-        need = size.bytes_needed()
-        if need > budget:
-            raise CapsimError(
+    warnings: list[str] = []
+    _within(size.bytes_needed, available, warnings, loaded.path,
+            refuse=lambda need: (
                 f"run too large for this machine: {size.describe()}, needing about "
                 f"{_gib(need)} of memory; {_gib(available)} available "
-                f"({SAFETY_FRACTION:.0%} usable). "
-                f"{change[0].upper()}{change[1:]}, or set --max-requests to stop such runs "
-                "early", file=loaded.path)
-        worst = size.bytes_needed(retries=True)
-        if worst > budget:
-            warnings.append(
+                f"({SAFETY_FRACTION:.0%} usable). {change[0].upper()}{change[1:]}, or set "
+                "--max-requests to stop such runs early"),
+            warn=lambda worst, need: (
                 f"with every retry this run could need {_gib(worst)} of memory "
-                f"({_gib(available)} available); it fits without retries ({_gib(need)})")
+                f"({_gib(available)} available); it fits without retries ({_gib(need)})"))
     where, free = free_spool_disk()
     if disk_free is not None:
         free = disk_free
-    if free is not None:
-        budget = SAFETY_FRACTION * free
-        need = size.disk_bytes_needed()
-        if need > budget:
-            raise CapsimError(
+    _within(size.disk_bytes_needed, free, warnings, loaded.path,
+            refuse=lambda need: (
                 f"run too large for this machine's temporary disk: {size.describe()}, "
                 f"its spools needing about {_gib(need)} in {where}; {_gib(free)} free "
                 f"({SAFETY_FRACTION:.0%} usable). Point TMPDIR at a larger disk, "
-                f"{change}, or set --max-requests to stop such runs early",
-                file=loaded.path)
-        worst = size.disk_bytes_needed(retries=True)
-        if worst > budget:
-            warnings.append(
+                f"{change}, or set --max-requests to stop such runs early"),
+            warn=lambda worst, need: (
                 f"with every retry this run's spools could need {_gib(worst)} of disk in "
-                f"{where} ({_gib(free)} free); it fits without retries ({_gib(need)})")
+                f"{where} ({_gib(free)} free); it fits without retries ({_gib(need)})"))
     return size, warnings
+
+
+def _within(needed, have: int | None, warnings: list[str], path, *, refuse, warn) -> None:
+    """Refuse (``refuse(need)``, a :class:`CapsimError`) when ``needed()`` exceeds
+    :data:`SAFETY_FRACTION` of ``have``; add ``warn(worst, need)`` when only
+    ``needed(retries=True)`` does. Nothing when ``have`` is unknown."""
+    if have is None:
+        return
+    budget = SAFETY_FRACTION * have
+    need = needed()
+    if need > budget:
+        raise CapsimError(refuse(need), file=path)
+    worst = needed(retries=True)
+    if worst > budget:
+        warnings.append(warn(worst, need))

@@ -175,13 +175,16 @@ faults = { mean_time_between_drops_s = 600 }
     assert src.deliveries == pytest.approx(5 * 3600 / 12)
 
 
-def test_retries_that_might_not_fit_give_a_warning(monkeypatch):
-    loaded = _loaded("""
+POISSON_10 = """
 [[sources]]
 name = "p"
 key = "k1"
 arrival = { process = "poisson", rate = 10 }
-""")
+"""
+
+
+def test_retries_that_might_not_fit_give_a_warning(monkeypatch):
+    loaded = _loaded(POISSON_10)
     size = estimate(loaded)
     one, worst = size.bytes_needed(), size.bytes_needed(retries=True)
     assert worst > one
@@ -240,12 +243,7 @@ def test_a_too_large_trace_says_what_it_holds(tmp_path):
 
 
 def test_spools_need_a_row_per_attempt_and_per_request_on_every_tier():
-    loaded = _loaded("""
-[[sources]]
-name = "p"
-key = "k1"
-arrival = { process = "poisson", rate = 10 }
-""")
+    loaded = _loaded(POISSON_10)
     size = estimate(loaded)
     (src,) = size.sources
     # 10 per second for the scenario's duration: every tier's spool holds a row per
@@ -259,12 +257,7 @@ arrival = { process = "poisson", rate = 10 }
 
 
 def test_a_run_whose_spools_would_fill_the_disk_is_refused(monkeypatch):
-    loaded = _loaded("""
-[[sources]]
-name = "p"
-key = "k1"
-arrival = { process = "poisson", rate = 10 }
-""")
+    loaded = _loaded(POISSON_10)
     size = estimate(loaded)
     one, worst = size.disk_bytes_needed(), size.disk_bytes_needed(retries=True)
     plenty = 64 * GIB
