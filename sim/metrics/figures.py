@@ -162,7 +162,7 @@ def _connections(result: TierResult, a: AttemptTotals) -> ConnectionsSummary:
 def _by_method(a: AttemptTotals, plan: Plan) -> dict[str, MethodSummary]:
     out = {}
     for m, name in enumerate(plan.tables.methods):
-        if m >= len(a.by_method_outcome) or not a.by_method_outcome[m].any():
+        if not a.by_method_outcome[m].any():
             continue
         outcomes = a.by_method_outcome[m]
         out[name] = MethodSummary(

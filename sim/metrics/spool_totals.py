@@ -55,13 +55,10 @@ class AttemptTotals:
             method, outcome = a["method"].astype(np.int64), a["outcome"].astype(np.int64)
             if len(method) == 0:
                 continue
-            rows = max(len(t.by_method_outcome), int(method.max()) + 1)
-            if rows > len(t.by_method_outcome):  # a code past the plan's methods
-                grown = np.zeros((rows, _N_OUT), dtype=np.int64)
-                grown[:len(t.by_method_outcome)] = t.by_method_outcome
-                t.by_method_outcome = grown
+            # every method code indexes plan.tables.methods (websocket paths included)
             t.by_method_outcome += np.bincount(
-                method * _N_OUT + outcome, minlength=rows * _N_OUT).reshape(rows, _N_OUT)
+                method * _N_OUT + outcome, minlength=n_methods * _N_OUT
+            ).reshape(n_methods, _N_OUT)
             t.phantom += int(a["phantom"].sum())
             t.reserved.add(a["cu_reserved"])
             settled = a["cu_settled"]
