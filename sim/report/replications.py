@@ -63,9 +63,11 @@ def stdout_lines(summary: RunSummary) -> list[str]:
     lines = [f"across {rep.n} replications (95 % intervals; tables and records: "
              "replication 0):"]
     for t in rep.tiers:
+        lasts = ("" if t.allowance_lasts_h.mean is None
+                 else f", allowance lasts {_num(t.allowance_lasts_h, 1)} h")
         lines.append(f"  {t.tier:<{width}}  meets the SLO in {_share(t.slo_met)}; "
                      f"throttle {_rate(t.throttle_rate)}, failure {_rate(t.failure_rate)}, "
-                     f"p99 {_num(t.p99_latency_ms)} ms")
+                     f"p99 {_num(t.p99_latency_ms)} ms{lasts}")
     lines.append(held_line(rep))
     lines.append("recommended per replication: " + "; ".join(_by_tier(rep, False))
                  + (f"; meeting the SLO in every replication: "
