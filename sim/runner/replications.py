@@ -25,6 +25,7 @@ from ..core.errors import CapsimError
 from ..core.rng import replication_seed
 from ..core.workers import process_pool
 from ..metrics.figures import tier_summary
+from ..metrics.replications import replications_summary
 from ..model.engine import TierRun
 from ..results.summary import TierSummary
 from ..workload.demand import Plan, build_plan
@@ -92,14 +93,11 @@ def replicate_tiers(loaded: LoadedScenario, n: int, *, jobs: int = 1,
     return out  # type: ignore[return-value]
 
 
-
 def with_replications(out: RunOutput, loaded: LoadedScenario, n: int, *, jobs: int = 1,
                       progress: Callable[[int, int], None] | None = None) -> RunOutput:
     """``out`` (replication 0, the run of ``loaded``) with its summary's
     ``replications`` section, after running replications 1 .. ``n``-1; nothing changes
     for ``n`` = 1. ``progress(done, n)`` after each replication (replication 0 counted)."""
-    from ..metrics.replications import replications_summary
-
     if check_replications(n) == 1:
         return out
     finished = [1]
