@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ..core.vocabulary import HANDSHAKE_OUTCOMES
 from ..results.summary import RunSummary, TierSummary, p99_comparable
+from .replications import across_replications
 
 
 def _fmt(x, nd=1) -> str:
@@ -265,6 +266,7 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "",
         *margin_lines(summary),
         *how_sure(summary),
+        *across_replications(summary),
         "## Tiers",
         "",
         *tier_table(tiers),

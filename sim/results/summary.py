@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
 from ..core.errors import CapsimError, read_user_text
+from .replications import ReplicationsSummary
 
 SCHEMA_VERSION = 1
 """Version of the ``summary.json`` layout; bumped when a key changes meaning or goes.
@@ -306,6 +307,16 @@ class RunSummary(_Frozen):
     tiers: tuple[TierSummary, ...]
     assumptions: Assumptions
     notes: tuple[str, ...]
+    replications: ReplicationsSummary | None = None
+    """``capsim run --replications N`` (N > 1): the tiers and the recommendation across
+    the replications (:mod:`sim.results.replications`); absent from the JSON otherwise."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_replications(self, handler):
+        data = handler(self)
+        if self.replications is None:
+            data.pop("replications", None)
+        return data
 
     def tier(self, name: str) -> TierSummary:
         """The summary of the tier called ``name`` (KeyError if it was not simulated)."""
