@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from ..core.vocabulary import SIZE_METHOD, STREAM_NAMES
 from ..results.summary import RunSummary
-from .price_ranges import allowance_key, monthly_key, rangeable
+from .price_ranges import allowance_key, monthly_key, rangeable, tier_of
 from .pricing import Pricing, flatten
 from .resolved import LoadedScenario
 
@@ -75,6 +75,16 @@ def prices_used_by(summary: RunSummary, loaded: LoadedScenario) -> set[str]:
             if a.daily_allowance.used_cu > 0:
                 charged.add(a.tier)
     return prices_used(loaded.pricing, methods, sizing_profiles_sent(loaded), charged, ranked)
+
+
+def priced_in_run(loaded: LoadedScenario) -> dict[str, float]:
+    """The prices a range may name that concern this run (key to value): every price
+    under ``rpc``, ``sizing`` and ``websocket``, and the allowance and monthly price of
+    the tiers it studies and of its accounts' own tiers (not the rest of the catalog)."""
+    tiers = {t.name for t in loaded.tiers}
+    tiers |= {a.tier for a in loaded.scenario.account_list if a.tier is not None}
+    return {k: v for k, v in rangeable(loaded.pricing).items()
+            if tier_of(k) is None or tier_of(k) in tiers}
 
 
 def set_by_scenario(loaded: LoadedScenario) -> set[str]:

@@ -28,11 +28,11 @@ from ..config.price_ranges import (
     costly_ends,
     is_allowance,
     is_monthly,
-    rangeable,
     tier_of,
     with_prices,
 )
 from ..config.resolved import LoadedScenario
+from ..config.used_prices import priced_in_run
 from ..metrics.accounts import plan_price
 from ..metrics.figures import recommend
 from ..results.summary import PriceSensitivity, RunSummary, TierSummary
@@ -71,13 +71,14 @@ def split_prices(used: set[str], ranges: dict[str, tuple[float, float, str]],
     """``(varied, not_varied, unbilled, not_used)`` of the prices ``known`` (key to
     value): the ranges of the ``used`` prices; the used prices without a range and not 0
     (monthly prices excepted: they are varied only when a range is given); the used
-    prices of 0 without a range; the prices (and ranges) the traffic never pays (monthly
-    prices excepted)."""
+    prices of 0 without a range; the prices the traffic never pays, and the ones a
+    scenario or calibration ranged (monthly prices only when ranged)."""
     varied = {k: r for k, r in ranges.items() if k in used}
     bare = sorted(k for k in used if k not in ranges and not is_monthly(k))
     not_varied = tuple(k for k in bare if known.get(k, 0.0) != 0)
     unbilled = tuple(k for k in bare if known.get(k, 0.0) == 0)
-    not_used = tuple(sorted(k for k in set(known) | set(ranges)
+    given = {k for k, (_lo, _hi, source) in ranges.items() if source != "default"}
+    not_used = tuple(sorted(k for k in set(known) | given
                             if k not in used and (not is_monthly(k) or k in ranges)))
     return varied, not_varied, unbilled, not_used
 
@@ -88,7 +89,7 @@ def evaluate(loaded: LoadedScenario, summary: RunSummary,
              progress: Callable[[str], None] | None = None) -> Robustness:
     """The recommendation of ``summary`` (the run at the estimates) at both corners of
     the ranges of the ``used`` prices and for each used price alone."""
-    known = rangeable(loaded.pricing)
+    known = priced_in_run(loaded)
     varied, not_varied, unbilled, not_used = split_prices(used, ranges, known)
     estimate = summary.recommended.tier
 

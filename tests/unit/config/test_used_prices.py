@@ -95,3 +95,12 @@ def test_custom_tiers_and_pricing_tables_count_as_set_by_the_scenario(tmp_path):
     assert {"rpc.default_method_cu", "tiers.Ent.daily_allowance_cu",
             "tiers.Ent.monthly_usd"} <= given
     assert "rpc.method_cu.svc_call" not in given
+
+
+def test_only_the_run_s_tiers_have_prices_in_the_run(tmp_path):
+    from sim.config.used_prices import priced_in_run
+
+    keys = set(priced_in_run(load(write_scenario(tmp_path, tiers=["RPC"]))))
+    assert {"tiers.RPC.daily_allowance_cu", "tiers.RPC.monthly_usd",
+            "rpc.default_method_cu", "websocket.connect_cu"} <= keys
+    assert not any(k.startswith("tiers.Search.") for k in keys)
