@@ -29,7 +29,7 @@ def verdict_line(rec: Recommendation) -> str:
     if flips := flipped(rec):
         why.append(f"flips with {_names(flips)}")
     elif not (rec.tier == rec.at_low_prices == rec.at_high_prices):
-        why.append("the range ends disagree")
+        why.append("changes with the prices at their range ends together")
     if rec.used_not_varied:
         why.append(f"not varied: {_names(rec.used_not_varied)}")
     return "NOT robust: " + "; ".join(why) + " (see 'How sure' in the report)"
@@ -58,7 +58,8 @@ def how_sure(summary: RunSummary) -> list[str]:
         if flips := flipped(rec):
             why.append("it flips with " + ", ".join(f"`{k}`" for k in flips))
         elif not (rec.tier == rec.at_low_prices == rec.at_high_prices):
-            why.append("it changes at the range ends")
+            why.append("it changes with the prices at their range ends together (no "
+                       "price alone changes it)")
         if not_varied:
             why.append("prices this traffic pays were not varied: "
                        + ", ".join(f"`{k}`" for k in not_varied)

@@ -69,7 +69,7 @@ def test_verdict_line_says_why():
     assert line.startswith("NOT robust") and "not varied: rpc.method_cu.svc_call" in line
     line = verdict_line(rec(sensitivity=(row("tiers.RPC.daily_allowance_cu", "B", "A"),)))
     assert "flips with tiers.RPC.daily_allowance_cu" in line
-    assert "range ends disagree" in verdict_line(rec(at_high_prices=None))
+    assert "at their range ends together" in verdict_line(rec(at_high_prices=None))
 
 
 def test_how_sure_lists_unused_prices_and_never_calls_them_evidence():
