@@ -150,9 +150,12 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
                    "windows.parquet), windows (windows.parquet only) or none.")
 @click.option("--robust", is_flag=True,
               help="Also simulate every tier at the least and the most costly prices of "
-                   "the prices' ranges ([price_ranges], a calibration's intervals, else the "
-                   "documented defaults) and each price alone across its range; the "
-                   "report gets a 'How sure' section.")
+                   "the ranges of every price the traffic pays (method prices, sizing, "
+                   "websocket, each tier's daily allowance; monthly prices re-rank) "
+                   "([price_ranges], a calibration's intervals, else the documented "
+                   "defaults) and each price alone across its range; robust only when "
+                   "every price paid was varied and none changes the answer. The report "
+                   "gets a 'How sure' section.")
 @click.option("--calibration", type=click.Path(), metavar="DIR",
               help="Take prices, window phase, refund rule and price ranges from a "
                    "calibration folder (capsim calibrate) or its calibration.json; "
