@@ -98,3 +98,25 @@ def test_how_sure_lists_unused_prices_and_never_calls_them_evidence():
     assert "| `websocket.connect_cu` | 50 | – | not used by this traffic |" in text
     assert "| `rpc.method_cu.svc_call` | 25 | – | **not varied** (no range) |" in text
     assert "daily allowance at its high end" in text
+
+
+def test_an_allowance_alone_reruns_only_the_runs_it_reaches(tmp_path):
+    """A tier's allowance is charged only by the accounts on that tier: alone it reaches
+    the run of that tier, or every run when an account keeps that tier fixed."""
+    from scenarios import write_scenario
+
+    from sim.config.resolved import load
+    from sim.jobs.robust import _tiers_reached
+
+    one = load(write_scenario(tmp_path, filename="one.toml", tiers=["RPC", "Search"]))
+    assert _tiers_reached(one, ["tiers.RPC.daily_allowance_cu"]) == {"RPC"}
+    assert _tiers_reached(one, ["tiers.Advanced bundle.daily_allowance_cu"]) == set()
+    assert _tiers_reached(one, ["rpc.method_cu.svc_call"]) == {"RPC", "Search"}
+    text = ('name = "two"\nduration = 60\ntiers = ["RPC", "Search"]\n'
+            '[[accounts]]\nname = "a"\nkeys = ["ka"]\n'
+            '[[accounts]]\nname = "b"\nkeys = ["kb"]\ntier = "Streams"\n'
+            '[[sources]]\nname = "s"\nkey = "ka"\n'
+            'arrival = { process = "poisson", rate = 1 }\n')
+    two = load(write_scenario(tmp_path, text, filename="two.toml"))
+    assert _tiers_reached(two, ["tiers.Streams.daily_allowance_cu"]) == {"RPC", "Search"}
+    assert _tiers_reached(two, ["tiers.Search.daily_allowance_cu"]) == {"Search"}
