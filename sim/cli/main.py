@@ -152,9 +152,12 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
                    "windows.parquet), windows (windows.parquet only) or none.")
 @click.option("--robust", is_flag=True,
               help="Also simulate every tier at the least and the most costly prices of "
-                   "the prices' ranges ([price_ranges], a calibration's intervals, else the "
-                   "documented defaults) and each price alone across its range; the "
-                   "report gets a 'How sure' section.")
+                   "the ranges of every price the traffic pays (method prices, sizing, "
+                   "websocket, each tier's daily allowance; monthly prices re-rank) "
+                   "([price_ranges], a calibration's intervals, else the documented "
+                   "defaults) and each price alone across its range; robust only when "
+                   "every price paid was varied and none changes the answer. The report "
+                   "gets a 'How sure' section.")
 @click.option("--calibration", type=click.Path(), metavar="DIR",
               help="Take prices, window phase, refund rule and price ranges from a "
                    "calibration folder (capsim calibrate) or its calibration.json; "
@@ -178,6 +181,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     """
     from ..api import run as run_scenario
     from ..report.folder import ReportFolder
+    from ..report.how_sure import verdict_line
     from ..report.markdown import tier_table
     from ..report.replications import stdout_lines
     from ..report.writer import write_report
@@ -229,7 +233,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     if rec.robust is not None:
         click.echo(f"at the least costly prices: {rec.at_low_prices or 'none'}; at the most "
                    f"costly: {rec.at_high_prices or 'none'}: "
-                   + ("robust" if rec.robust else "NOT robust (see 'How sure' in the report)"))
+                   + verdict_line(rec))
     if headroom is not None:
         click.echo(headroom)
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
@@ -238,17 +242,18 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
 def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool):
     """``summary`` with the recommendation across the prices' ranges (--robust)."""
     from ..config.price_ranges import effective_ranges
-    from ..config.pricing import flatten
+    from ..config.used_prices import prices_used_by, set_by_scenario
     from ..jobs.robust import evaluate, with_robustness
 
-    ranges = effective_ranges(loaded.pricing, set(flatten(loaded.pricing_overrides)),
-                              loaded.price_ranges, None if cal is None else cal.ranges)
+    ranges = effective_ranges(loaded.pricing, set_by_scenario(loaded), loaded.price_ranges,
+                              None if cal is None else cal.ranges)
 
     def progress(what: str) -> None:
         if not quiet:
             click.echo(f"robust: {what}", err=True)
 
-    rob = evaluate(loaded, ranges, summary.recommended.tier, jobs=jobs, progress=progress)
+    rob = evaluate(loaded, summary, ranges, prices_used_by(summary, loaded), jobs=jobs,
+                   progress=progress)
     return with_robustness(summary, rob)
 
 

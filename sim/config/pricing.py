@@ -17,6 +17,8 @@ from .strict_types import STRICT_CONFIG, FiniteFloat
 from .tiers import Tier
 
 _STRICT = STRICT_CONFIG
+DEFAULT_METHOD_KEY = "rpc.default_method_cu"
+"""The price of every RPC method ``[pricing.rpc.method_cu]`` does not list."""
 
 
 class RpcPricing(BaseModel):
@@ -29,6 +31,11 @@ class RpcPricing(BaseModel):
     def cost(self, method: str) -> float:
         """CU reserved (and settled) by one call of ``method``."""
         return self.method_cu.get(method, self.default_method_cu)
+
+    def cost_key(self, method: str) -> str:
+        """The dotted pricing key :meth:`cost` reads for ``method``: its own
+        ``rpc.method_cu.<method>``, else ``rpc.default_method_cu``."""
+        return f"rpc.method_cu.{method}" if method in self.method_cu else DEFAULT_METHOD_KEY
 
 
 class SizingPricing(BaseModel):

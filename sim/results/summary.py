@@ -246,10 +246,12 @@ class PriceSensitivity(_Frozen):
 class Recommendation(_Frozen):
     """The recommended tier (None: no tier meets the SLO) and why.
 
-    With ``capsim run --robust`` (or ``--calibration``) also: ``robust`` (the same tier at
-    the least and the most costly prices of the ranges and at the estimate),
+    With ``capsim run --robust`` (or ``--calibration``) also: ``robust`` (every price
+    the traffic pays was varied, and the same tier is recommended at the least and the
+    most costly prices of the ranges, at the estimate and at each end of each range),
     ``at_low_prices`` / ``at_high_prices`` (the tier recommended there, None when no tier
-    meets the SLO) and ``sensitivity`` (each price alone); absent from the JSON otherwise.
+    meets the SLO), ``sensitivity`` (each price alone), ``used_not_varied``,
+    ``used_unbilled`` and ``not_used``; absent from the JSON otherwise.
     """
 
     tier: str | None
@@ -258,6 +260,13 @@ class Recommendation(_Frozen):
     at_low_prices: str | None = None
     at_high_prices: str | None = None
     sensitivity: tuple[PriceSensitivity, ...] | None = None
+    used_not_varied: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic pays that no range varied (set by the scenario
+    without a ``[price_ranges]`` entry, or a calibration could not bound them)."""
+    used_unbilled: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic pays that are 0 (unbilled) and not ranged."""
+    not_used: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic never pays (not simulated, never evidence)."""
     headroom: str | None = None
     """``capsim run --headroom``: how far the load may grow before the recommended tier
     stops meeting the SLO, in words; absent from the JSON otherwise."""
@@ -266,7 +275,8 @@ class Recommendation(_Frozen):
     def _omit_absent_robustness_and_headroom(self, handler):
         data = handler(self)
         if self.robust is None:
-            for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity"):
+            for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity",
+                        "used_not_varied", "used_unbilled", "not_used"):
                 data.pop(key, None)
         if self.headroom is None:
             data.pop("headroom", None)
