@@ -70,12 +70,16 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
         tiers = []
         for i, name in enumerate(scenario.tiers):
             try:
-                tiers.append(find_tier(name, catalog))
+                tier = find_tier(name, catalog)
             except CapsimError as err:
                 message = err.message
                 if where.override_of(("tiers", i)) is not None:  # never echo a --set value
                     message = message.replace(f"unknown tier {name!r}", "unknown tier")
                 raise where.error(message, ("tiers", i)) from None
+            if tier in tiers:  # one tier twice: two results under one name in every table
+                raise where.error(f"expected each tier once; tiers[{tiers.index(tier)}] "
+                                  "already names this tier", ("tiers", i))
+            tiers.append(tier)
     else:
         tiers = list(catalog)
     if scenario.custom_tiers:
