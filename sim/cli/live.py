@@ -25,7 +25,7 @@ def _time_scale(f):
                                                               max=MAX_TIME_SCALE),
                         default=None, metavar="X",
                         help="Service seconds per wall second (default 1; e.g. 10 lives a "
-                             f"minute of service time in 6 s; at most {MAX_TIME_SCALE:g}).")(f)
+                             "minute of service time in 6 s).")(f)
 
 
 @click.command()

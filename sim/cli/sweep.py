@@ -133,7 +133,7 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
               help="Stop searching upwards at this multiple of today's load.")
 @click.option("--tolerance", type=FiniteFloatRange(min=MIN_RELATIVE_TOLERANCE, max=1),
               default=0.02, show_default=True,
-              help="Relative precision of the answer (0.001 to 1).")
+              help="Relative precision of the answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout (for scripts).")
 @executor_options
 @_set_option
