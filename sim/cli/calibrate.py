@@ -59,9 +59,11 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     from ..calibration.calibrate import POOR_FIT_BELOW, POOR_FIT_HINT
     from ..calibration.report import write_calibration
     from ..report.folder import ReportFolder
+    from ..traces.schema import open_trace
 
     tier = find_tier(tier_name)
     pricing = _pricing(pricing_file)
+    open_trace(trace).close()  # a wrong TRACE is refused before anything is created
     # Claimed and locked before the work, not at write time: a second calibration into
     # the same folder stops at once instead of running to the end and replacing this one.
     with ReportFolder(out_dir, "calibration") as folder:

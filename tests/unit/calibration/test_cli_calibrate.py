@@ -225,3 +225,10 @@ def test_the_folder_is_locked_before_the_fit_not_at_write_time(tmp_path, monkeyp
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def test_a_missing_trace_creates_nothing_beside_the_folder(tmp_path):
+    # the lock is taken before the fit, but only once the trace opens
+    result = run(tmp_path / "none.parquet", "--tier", "RPC", "--out", tmp_path / "new" / "cal")
+    assert result.exit_code == 2 and "no such file" in result.output
+    assert not (tmp_path / "new").exists()
