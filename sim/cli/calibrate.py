@@ -61,6 +61,7 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     from ..report.folder import ReportFolder
     from ..traces.schema import open_trace
 
+    ReportFolder(out_dir, "calibration").check()  # a folder not ours: refused first
     tier = find_tier(tier_name)
     pricing = _pricing(pricing_file)
     open_trace(trace).close()  # a wrong TRACE is refused before anything is created
