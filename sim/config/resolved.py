@@ -66,6 +66,14 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
                               "or a [pricing.sizing.profile_gas_cap] entry", file=label,
                               field="sources[].sizing.profiles")
     catalog = tier_catalog(scenario)
+    for i, custom in enumerate(catalog[len(CATALOG):]):
+        j = next(j for j, t in enumerate(catalog) if t.slug == custom.slug)
+        if catalog[j] is not custom:  # two tiers one name picks: results that collide
+            other = (f"the catalog tier {catalog[j].name!r}" if j < len(CATALOG)
+                     else f"custom_tiers[{j - len(CATALOG)}]")
+            raise where.error(f"expected a name no other tier has; {other} already has it "
+                              "(tier names match ignoring case, spaces and punctuation)",
+                              ("custom_tiers", i, "name"))
     if scenario.tiers:
         tiers = []
         for i, name in enumerate(scenario.tiers):
