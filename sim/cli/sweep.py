@@ -18,7 +18,7 @@ def executor_options(f):
     f = click.option("--dask-local", type=click.IntRange(min=1), metavar="N",
                      callback=bounded_processes,
                      help="Start a local Dask cluster of N worker processes for this job "
-                          "(at most as many as --jobs).")(f)
+                          "(bounded as --jobs).")(f)
     f = click.option("--dask-scheduler", metavar="ADDRESS",
                      help="Run on an existing Dask cluster, e.g. tcp://host:8786 "
                           "(workers need capsim installed: pip install 'capsim[dask]').")(f)

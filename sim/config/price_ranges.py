@@ -11,6 +11,8 @@ A range comes, first found wins, from
    :data:`DEFAULT_RANGED` (the spec shows none of these numbers; a factor of 2 either
    way is the uncertainty we assume for them until a calibration narrows it).
 
+A range holds the price's value (``low <= value <= high``: it says how far the price may
+lie from it) and reaches at most :data:`MAX_RANGE_FACTOR` times it (:func:`check_range`).
 Only keys under ``rpc``, ``sizing`` and ``websocket`` take a range: each is a cost (more
 CU per call, per item, per gas, per handshake, per event, or a larger gas cap), so
 "the least costly prices" are every range's low end and "the most costly" every high end.
@@ -29,6 +31,13 @@ DEFAULT_FACTORS = (0.5, 2.0)
 DEFAULT_RANGED = ("rpc.method_cu.svc_call", "sizing.item_base_cu", "sizing.cu_per_gas",
                   "sizing.profile_gas_cap.", "websocket.connect_cu")
 """Keys (a trailing dot: every key under it) that get :data:`DEFAULT_FACTORS`."""
+MAX_RANGE_FACTOR = 1000.0
+"""A range's high end is at most this multiple of the price's value ..."""
+MAX_UNPRICED_HIGH = 1e6
+"""... or, for a price whose value is 0 (unbilled), at most this many CU: past either a
+range is a typo (``1e30`` for ``30``), not an uncertainty, and its products overflow."""
+_BOUND_TEXT = (f"{MAX_RANGE_FACTOR:g} times the price's value, or {MAX_UNPRICED_HIGH:g} "
+               "for a price of 0")
 
 
 def rangeable(pricing: Pricing) -> dict[str, float]:
@@ -61,14 +70,6 @@ def check_range(key: str, value: Any, known: dict[str, float]) -> tuple[float, f
         raise ValueError(f"expected high at most {most:g} ({_BOUND_TEXT}); got {value[1]}")
     return lo, hi
 
-
-MAX_RANGE_FACTOR = 1000.0
-"""A range's high end is at most this multiple of the price's value ..."""
-MAX_UNPRICED_HIGH = 1e6
-"""... or, for a price whose value is 0 (unbilled), at most this many CU: past either a
-range is a typo (``1e30`` for ``30``), not an uncertainty, and its products overflow."""
-_BOUND_TEXT = (f"{MAX_RANGE_FACTOR:g} times the price's value, or {MAX_UNPRICED_HIGH:g} "
-               "for a price of 0")
 
 
 def largest_high(estimate: float) -> float:
