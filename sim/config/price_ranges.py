@@ -19,6 +19,9 @@ and ``monthly_usd`` take a range. All but one are costs (more CU per call, per i
 gas, per handshake, per event, a larger gas cap, more money), so their low end is the
 least costly; the daily allowance is the other way round: a larger allowance leaves more
 room, so its HIGH end is the least costly (:func:`costly_ends`, the one place that knows).
+
+A range holds the price's value (``low <= value <= high``: it says how far the price may
+lie from it) and reaches at most :data:`MAX_RANGE_FACTOR` times it (:func:`check_range`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ from .pricing import Pricing, flatten
 RANGED_SECTIONS = ("rpc", "sizing", "websocket")
 DEFAULT_FACTORS = (0.5, 2.0)
 """A shipped assumption's default range: this factor of its value at each end."""
+MAX_RANGE_FACTOR = 1000.0
+"""A range's high end is at most this multiple of the price's value ..."""
+MAX_UNPRICED_HIGH = 1e6
+"""... or, for a price whose value is 0 (unbilled), at most this many CU: past either a
+range is a typo (``1e30`` for ``30``), not an uncertainty, and its products overflow."""
+_BOUND_TEXT = (f"{MAX_RANGE_FACTOR:g} times the price's value, or {MAX_UNPRICED_HIGH:g} "
+               "for a price of 0")
 TIERS = "tiers."
 ALLOWANCE = ".daily_allowance_cu"
 MONTHLY = ".monthly_usd"
@@ -98,7 +108,22 @@ def check_range(key: str, value: Any, known: dict[str, float]) -> tuple[float, f
     lo, hi = float(value[0]), float(value[1])
     if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo <= hi):
         raise ValueError(f"expected 0 <= low <= high, finite; got [{value[0]}, {value[1]}]")
+    estimate = known[key]
+    if not lo <= estimate <= hi:
+        raise ValueError(f"expected a range around the price's value {estimate:g} (low <= "
+                         f"{estimate:g} <= high); got [{value[0]}, {value[1]}]: a range says "
+                         "how far the price may lie from its value, so it holds that value")
+    most = largest_high(estimate)
+    if hi > most:
+        raise ValueError(f"expected high at most {most:g} ({_BOUND_TEXT}); got {value[1]}")
     return lo, hi
+
+
+
+def largest_high(estimate: float) -> float:
+    """The largest high end a range around ``estimate`` may have (see
+    :data:`MAX_RANGE_FACTOR`)."""
+    return MAX_RANGE_FACTOR * estimate if estimate > 0 else MAX_UNPRICED_HIGH
 
 
 def default_ranges(pricing: Pricing, set_by_scenario: set[str]) -> dict[str, tuple[float,
