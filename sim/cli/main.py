@@ -163,7 +163,7 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
                    "calibration folder (capsim calibrate) or its calibration.json; "
                    "implies --robust. --set still wins.")
 @click.option("--replications", type=int, default=1, show_default=True, metavar="N",
-              help="Also run N-1 more replications (1 to 1,000; the seeds of capsim "
+              help="Also run N-1 more replications (1 to 100; the seeds of capsim "
                    "sweep's replications, every tier on the same demand within each): "
                    "per tier, the share meeting the SLO and 95 % intervals, and how "
                    "often the recommendation held. The recommendation, tables and "

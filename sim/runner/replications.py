@@ -22,6 +22,7 @@ from ..config.resolved import LoadedScenario
 from ..config.selection import load_scenario
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
+from ..core.limits import MAX_REPLICATIONS
 from ..core.rng import replication_seed
 from ..core.workers import process_pool
 from ..metrics.figures import tier_summary
@@ -32,8 +33,6 @@ from ..workload.demand import Plan, build_plan
 from .records import spool_folder
 from .run import RunOutput
 
-MAX_REPLICATIONS = 1000
-"""The most replications one ``capsim run`` takes (a sweep is the tool beyond)."""
 
 
 def check_replications(n: int) -> int:
@@ -41,7 +40,7 @@ def check_replications(n: int) -> int:
     :class:`~sim.core.errors.CapsimError` naming ``--replications``."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_REPLICATIONS:
         raise CapsimError(f"expected a whole number from 1 to {MAX_REPLICATIONS:,}, got {n!r} "
-                          "(for more, run a sweep: capsim sweep --replications)",
+                          "(the bound every command shares: sim/core/limits.py)",
                           field="--replications")
     return n
 
