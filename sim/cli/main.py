@@ -170,8 +170,9 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     """
     from ..api import run as run_scenario
     from ..report.folder import ReportFolder
-    from ..report.markdown import tier_table
+    from ..report.markdown import margin_sentence, tier_table
     from ..report.writer import write_report
+    from ..results.decided import verdict_notes
 
     cal = None
     if calibration:
@@ -208,8 +209,12 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     click.echo("")
     for row in tier_table(result.summary.tiers):
         click.echo(row)
+    for note in verdict_notes(result.summary.tiers):
+        click.echo(note)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if rec.tier is not None:
+        click.echo(f"margin: {margin_sentence(result.summary.tier(rec.tier))}")
     if rec.robust is not None:
         click.echo(f"at the least costly prices: {rec.at_low_prices or 'none'}; at the most "
                    f"costly: {rec.at_high_prices or 'none'}: "
