@@ -25,7 +25,7 @@ LABELS = {
 """A cause's short label (stdout and report tables); ``*`` follows an assumed one."""
 
 WORDS = {
-    "api_not_in_tier": "the API not in the tier (402)",
+    "api_not_in_tier": "402: the API is not in this tier's selection",
     "cu_window": "the 12-second CU window (throttles)",
     "connection_limits": "the connection limits (430/421)",
     "websocket_cap": "the websocket slot cap (435)",
