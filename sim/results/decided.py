@@ -39,6 +39,11 @@ ASSUMPTION_NOTE = ("decided by an assumption: daily allowance, not shown by the 
                    "(sim/data/pricing.toml, or the scenario's [pricing])")
 
 
+def legend(causes=DECIDING_CAUSES) -> str:
+    """What each label stands for: "API = 402: the API ...; window = ..."."""
+    return "; ".join(f"{LABELS[c]} = {WORDS[c]}" for c in causes)
+
+
 def label(cause: DecidingCause) -> str:
     """``"window"``, or ``"allowance*"`` for an assumed number."""
     return LABELS.get(cause.cause, cause.cause) + ("*" if cause.assumption else "")
@@ -66,8 +71,7 @@ def verdict_notes(tiers: Sequence[TierSummary]) -> list[str]:
             if any(d.cause == c for t in tiers for d in t.decided_by)]
     if not used:
         return []
-    lines = ["SLO: what decided a failing tier: "
-             + "; ".join(f"{LABELS[c]} = {WORDS[c]}" for c in used) + "."]
+    lines = [f"SLO: what decided a failing tier: {legend(used)}."]
     if any(d.assumption for t in tiers for d in t.decided_by):
         lines.append(f"*: {ASSUMPTION_NOTE}.")
     return lines
