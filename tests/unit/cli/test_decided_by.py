@@ -1,0 +1,96 @@
+"""What decided each tier, as ``capsim run`` prints and writes it (issue 29 part 1).
+
+Two custom tiers take a constant 2 svc_call/s (20 CU each: 40 CU/s, 144,000 CU an hour,
+480 CU in a 12-second window) with a window far from full (10,000 CU). Small's allowance
+lasts 12 h at this rate (1,728,000 CU), Big's 48 h (6,912,000 CU): Small fails on the
+allowance alone -- an assumed number -- and Big, recommended, has the allowance as its
+tighter margin (48 / 24 = 2x against the window's 10,000 / 480 = 20.8x).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from scenarios import write_scenario
+
+from sim.cli.main import main
+
+TABLES = """
+[[custom_tiers]]
+name = "Small"
+apis = ["rpc"]
+cu_per_window = 10000
+daily_allowance_cu = 1728000
+monthly_usd = 10
+[[custom_tiers]]
+name = "Big"
+apis = ["rpc"]
+cu_per_window = 10000
+daily_allowance_cu = 6912000
+monthly_usd = 20
+[[regions]]
+name = "here"
+rtt_ms = 0
+[clients.default]
+retry = { policy = "none" }
+[methods.svc_call]
+api = "rpc"
+service_time = { dist = "constant", value = 0.01 }
+"""
+SOURCES = """[[sources]]
+name = "calls"
+key = "k"
+arrival = { process = "constant", rate = 2 }
+mix = { svc_call = 1.0 }
+"""
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    d = tmp_path_factory.mktemp("decided")
+    path = write_scenario(d, name="decided", duration=120, tiers=["Small", "Big"],
+                          tables=TABLES, sources=SOURCES)
+    r = CliRunner().invoke(main, ["run", str(path), "--out", str(d / "out")])
+    assert r.exit_code == 0, r.output
+    return r.output, json.loads((d / "out" / "summary.json").read_text()), \
+        (d / "out" / "report.md").read_text()
+
+
+def test_the_premise(ran):
+    _, summary, _ = ran
+    small, big = summary["tiers"]
+    assert small["daily_allowance"]["lasts_h"] == pytest.approx(12.0, rel=0.01)
+    assert big["daily_allowance"]["lasts_h"] == pytest.approx(48.0, rel=0.01)
+    assert small["throttle_rate"] == 0 and small["failure_rate"] == 0
+
+
+def test_stdout_marks_a_tier_failing_on_the_assumed_allowance(ran):
+    out, _, _ = ran
+    small = next(line for line in out.splitlines() if line.startswith("| Small |"))
+    big = next(line for line in out.splitlines() if line.startswith("| Big |"))
+    assert small.rstrip().endswith("| fails: allowance* |")
+    assert big.rstrip().endswith("| meets |")
+    assert ("*: decided by an assumption: daily allowance, not shown by the spec"
+            in out)
+
+
+def test_summary_and_report_say_what_decided_it(ran):
+    _, summary, report = ran
+    small, big = summary["tiers"]
+    (cause,) = small["decided_by"]
+    assert cause["cause"] == "daily_allowance" and cause["assumption"] is True
+    assert cause["breaks"] == ["daily_allowance"]
+    assert "decided_by" not in big  # a tier meeting the SLO has none
+    why = report.split("## Why tiers fail the SLO", 1)[1]
+    assert ("**Small** (decided by an assumption: daily allowance, not shown by the spec)"
+            in why)
+
+
+def test_the_margin_names_the_allowance_when_it_is_tighter(ran):
+    out, _, report = ran
+    (line,) = [x for x in out.splitlines() if x.startswith("margin: ")]
+    assert line.startswith("margin: the daily allowance limits growth to 2.00x")
+    assert "the window would allow 20.83x" in line
+    assert f"- {line}" in report
