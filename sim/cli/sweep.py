@@ -136,8 +136,10 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 def headroom(scenario, tiers, replications, max_load, tolerance, as_json, quiet, jobs,
              dask_scheduler, dask_local, calibration, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
-    and what breaks first beyond it and why (bisection on a log scale).
+    and what breaks first beyond it (bisection on a log scale).
 
+    Names the cause of a broken failure rate (e.g. 402: the API is not in this tier's
+    selection). On a terminal, a line per load evaluated goes to stderr (-q: none).
     SCENARIO defaults to the built-in one, as for capsim run."""
     from ..api import load_scenario
     from ..jobs.executors import make_executor
