@@ -64,11 +64,15 @@ _OUTCOME_CAUSE = {
     "435": "websocket_cap",
 }
 
-_FAILURE_WORDS = {
-    "cu_window": "throttled by the 12-second CU window",
-    "connection_limits": "refused by the connection limits (430/421)",
-    "websocket_cap": "435: every websocket slot taken",
-    "other_failures": "failed otherwise",
+_OUTCOME_WORDS = {
+    "434": "throttled by the 12-second CU window",
+    "-32005": "throttled by the 12-second CU window",
+    "ws_cu_rejected": "throttled by the 12-second CU window",
+    "430": "430: too many connections or new connections per second",
+    "421": "421: sent to a hostname of another API",
+    "435": "435: every websocket slot taken",
+    "401": "401: a key of no account, or revoked",
+    "oversized": "oversized: one request costs more than the window's budget",
 }
 
 
@@ -87,8 +91,10 @@ def failure_shares(summary: dict, methods, tier) -> dict[str, tuple[int, str]]:
 
     def add(cause: str, count: int, words: str) -> None:
         if count > 0:
-            entry = out.setdefault(cause, [0, words])
+            entry = out.setdefault(cause, [0, []])
             entry[0] += count
+            if words not in entry[1]:
+                entry[1].append(words)
 
     outside = outside_methods(summary, methods, tier)
     for name, count in summary["request_outcomes"].items():
@@ -111,9 +117,9 @@ def failure_shares(summary: dict, methods, tier) -> dict[str, tuple[int, str]]:
             else:
                 add("other_failures", count - by_api, "402: payment required")
         else:
-            cause = _OUTCOME_CAUSE.get(name, "other_failures")
-            add(cause, count, _FAILURE_WORDS[cause])
-    return {cause: (count, words) for cause, (count, words) in out.items()}
+            add(_OUTCOME_CAUSE.get(name, "other_failures"), count,
+                _OUTCOME_WORDS.get(name, name))
+    return {cause: (count, ", ".join(words)) for cause, (count, words) in out.items()}
 
 
 def decide(summary: dict, slo: Slo, methods, tier) -> list[dict]:
