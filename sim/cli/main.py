@@ -172,7 +172,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     from ..report.folder import ReportFolder
     from ..report.markdown import margin_sentence, tier_table
     from ..report.writer import write_report
-    from ..results.decided import verdict_notes
+    from ..results.decided import assumption_line, verdict_notes
 
     cal = None
     if calibration:
@@ -213,6 +213,8 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
         click.echo(note)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if (assumed := assumption_line(result.summary)) is not None:
+        click.echo(assumed)
     if rec.tier is not None:
         click.echo(f"margin: {margin_sentence(result.summary.tier(rec.tier))}")
     if rec.robust is not None:

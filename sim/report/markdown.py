@@ -214,10 +214,14 @@ def margin_lines(summary: RunSummary) -> list[str]:
     """The recommended tier's margin (:func:`margin_sentence`), and its headroom when the
     run was asked for it (``--headroom``)."""
     rec = summary.recommended
+    assumed = decided.assumption_line(summary)
     if rec.tier is None:
-        return [f"- {rec.headroom}", ""] if rec.headroom else []
+        lines = [f"- {line}" for line in (assumed, rec.headroom) if line]
+        return [*lines, ""] if lines else []
     t = summary.tier(rec.tier)
     lines = [f"- margin: {margin_sentence(t)}"]
+    if assumed:
+        lines.insert(0, f"- {assumed}")
     if rec.headroom:
         lines.append(f"- headroom: {rec.headroom}")
     return [*lines, ""]

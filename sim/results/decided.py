@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .summary import DECIDING_CAUSES, DecidingCause, TierSummary
+from .summary import DECIDING_CAUSES, DecidingCause, RunSummary, TierSummary
 
 LABELS = {
     "api_not_in_tier": "API",
@@ -147,3 +147,37 @@ def tighter_margin(t: TierSummary) -> str | None:
     if a is not None and (w is None or a < w):
         return "daily_allowance"
     return "cu_window"
+
+
+def _price(t: TierSummary) -> float | None:
+    return t.plan.monthly_usd if t.plan is not None else t.monthly_usd
+
+
+def passed_over_on_assumptions(summary: RunSummary) -> list[TierSummary]:
+    """The tiers the recommendation passed over on assumed numbers alone: cheaper than
+    the recommended tier (every tier when none is recommended) and failing only on
+    causes the spec does not show. Empty: the recommendation does not rest on them."""
+    rec = summary.recommended.tier
+    failing = [t for t in summary.tiers if only_assumptions(t)]
+    if rec is None:
+        return failing
+    best = _price(summary.tier(rec))
+    if best is None:
+        return []
+    return [t for t in failing if (p := _price(t)) is not None and p < best]
+
+
+def assumption_line(summary: RunSummary) -> str | None:
+    """The sentence under the recommendation when it rests on an assumed number (see
+    :func:`passed_over_on_assumptions`); None when it does not."""
+    tiers = passed_over_on_assumptions(summary)
+    if not tiers:
+        return None
+    names = ", ".join(t.tier + ("" if _price(t) is None else f" (${_price(t):,.0f})")
+                      for t in tiers)
+    verb = "fails" if len(tiers) == 1 else "fail"
+    if summary.recommended.tier is None:
+        return (f"decided by an assumption: {names} {verb} only on the daily allowance, "
+                "a number the spec does not show")
+    return (f"decided by an assumption: {names}, cheaper, {verb} only on the daily "
+            "allowance, a number the spec does not show")

@@ -94,3 +94,13 @@ def test_the_margin_names_the_allowance_when_it_is_tighter(ran):
     assert line.startswith("margin: the daily allowance limits growth to 2.00x")
     assert "the window would allow 20.83x" in line
     assert f"- {line}" in report
+
+
+def test_a_recommendation_resting_on_the_allowance_says_so(ran):
+    """Small is cheaper and fails on the assumed allowance alone: the recommendation of
+    Big is decided by an assumption, on stdout and in the report."""
+    out, _, report = ran
+    line = ("decided by an assumption: Small ($10), cheaper, fails only on the daily "
+            "allowance, a number the spec does not show")
+    assert line in out.splitlines()
+    assert f"- {line}" in report.split("## Tiers", 1)[0]

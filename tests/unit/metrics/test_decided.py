@@ -211,3 +211,16 @@ def test_labels_and_words_cover_every_cause():
 def test_union_labels_counts_replications():
     runs = [tier([WINDOW, ALLOWANCE]), tier([ALLOWANCE]), tier(meets=True)]
     assert decided.union_labels(runs) == "window (1/3), allowance* (2/3)"
+
+
+def test_with_no_tier_recommended_every_tier_failing_on_assumptions_is_named():
+    small = tier([ALLOWANCE])
+    small.tier, small.monthly_usd = "Small", 10.0
+    other = tier([WINDOW, ALLOWANCE])
+    summary = SimpleNamespace(recommended=SimpleNamespace(tier=None), tiers=[small, other])
+    assert decided.passed_over_on_assumptions(summary) == [small]
+    assert decided.assumption_line(summary) == (
+        "decided by an assumption: Small ($10) fails only on the daily allowance, a number "
+        "the spec does not show")
+    summary.tiers = [other]
+    assert decided.assumption_line(summary) is None
