@@ -203,8 +203,8 @@ def _answer(s: _Search, slo) -> TierHeadroom:
 
 def breaking_cause(failing: list[TierSummary], metric: str | None) -> str | None:
     """Why ``metric`` broke at the failing load, in words: the causes its summaries'
-    ``decided_by`` name for it (the most frequent over replications first), each with
-    its share of requests where it has one."""
+    ``decided_by`` name for it, the most frequent over replications first (None: none
+    named, e.g. a summary written before ``decided_by``)."""
     found: dict[str, int] = {}
     for t in failing:
         for c in t.decided_by:
@@ -237,9 +237,9 @@ def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
         name, limit = criterion.name, criterion.limit(slo)
         # Undefined (no successful request) is as bad as it gets, unless the failure
         # rate already says why: then the p99 is its consequence, not a break of its own.
-        values = [math.inf if (v := criterion.read(t)) is None else v for t in failing
-                  if criterion.read(t) is not None
-                  or t.failure_rate <= slo.max_failure_rate]
+        read = [(criterion.read(t), t.failure_rate) for t in failing]
+        values = [math.inf if v is None else v for v, failures in read
+                  if v is not None or failures <= slo.max_failure_rate]
         if not values:
             continue
         worst = max(values)
