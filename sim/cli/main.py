@@ -182,9 +182,10 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     from ..api import run as run_scenario
     from ..report.folder import ReportFolder
     from ..report.how_sure import verdict_line
-    from ..report.markdown import tier_table
+    from ..report.markdown import margin_sentence, tier_table
     from ..report.replications import stdout_lines
     from ..report.writer import write_report
+    from ..results.decided import assumption_line, verdict_notes
     from ..runner.replications import check_replications
 
     check_replications(replications)
@@ -226,8 +227,14 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     click.echo("")
     for row in tier_table(result.summary.tiers):
         click.echo(row)
+    for note in verdict_notes(result.summary.tiers):
+        click.echo(note)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if (assumed := assumption_line(result.summary)) is not None:
+        click.echo(assumed)
+    if rec.tier is not None:
+        click.echo(f"margin: {margin_sentence(result.summary.tier(rec.tier))}")
     for line in stdout_lines(result.summary):
         click.echo(line)
     if rec.robust is not None:

@@ -135,13 +135,17 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
               default=0.02, show_default=True,
               help="Relative precision of the answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout (for scripts).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress (on a terminal, one line per load evaluated on stderr).")
 @executor_options
 @_set_option
-def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
+def headroom(scenario, tiers, replications, max_load, tolerance, as_json, quiet, jobs,
              dask_scheduler, dask_local, calibration, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
     and what breaks first beyond it (bisection on a log scale).
 
+    Names the cause of a broken failure rate (e.g. 402: the API is not in this tier's
+    selection). On a terminal, a line per load evaluated goes to stderr (-q: none).
     SCENARIO defaults to the built-in one, as for capsim run."""
     from ..api import load_scenario
     from ..jobs.executors import make_executor
@@ -157,7 +161,9 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
         found = find_headroom(scenario, tiers=list(tiers),
                               overrides=calibrated,
                               replications=replications, max_load=max_load,
-                              tolerance=tolerance, executor=executor)
+                              tolerance=tolerance, executor=executor,
+                              progress=None if quiet or not sys.stderr.isatty()
+                              else lambda line: click.echo(line, err=True))
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2, allow_nan=False))
         return

@@ -155,6 +155,28 @@ class PlanSummary(_Frozen):
     accounts: tuple[AccountSummary, ...]
 
 
+class DecidingCause(_Frozen):
+    """One thing that made a tier fail its SLO (:func:`sim.metrics.decided.decide`).
+
+    ``cause``: one of :data:`DECIDING_CAUSES`; ``assumption``: True when the cause is a
+    number the spec does not show (the daily allowance); ``breaks``: the SLO criteria it
+    broke (``throttle_rate``, ``failure_rate``, ``p99_latency``, ``daily_allowance``);
+    ``detail``: the figures, in words."""
+
+    cause: str
+    assumption: bool
+    breaks: tuple[str, ...]
+    detail: str
+
+
+DECIDING_CAUSES = ("api_not_in_tier", "cu_window", "connection_limits", "websocket_cap",
+                   "other_failures", "latency", "daily_allowance")
+"""What can decide that a tier fails, in the order outputs list them: the API not in the
+tier's selection (402), the 12-second CU window (throttles), the account's connection
+limits (430/421), the websocket slot cap (435), other failures (401, oversized), p99
+latency, and the daily allowance (an assumed number: lasting under a day, or running out)."""
+
+
 class TierSummary(_Frozen):
     """One tier's entry of ``summary.json`` (definitions in :mod:`sim.metrics.figures`)."""
 
@@ -181,12 +203,17 @@ class TierSummary(_Frozen):
     by_method: dict[str, MethodSummary]
     meets_slo: bool
     slo_violations: tuple[str, ...]
+    decided_by: tuple[DecidingCause, ...] = ()
+    """What made the tier fail its SLO, one entry per cause in :data:`DECIDING_CAUSES`
+    order; absent from the JSON for a tier that meets it."""
     plan: PlanSummary | None = None
     """Several accounts: the plan's cost and each account; absent from the JSON otherwise."""
 
     @model_serializer(mode="wrap")
     def _omit_absent_plan(self, handler):
         data = handler(self)
+        if not self.decided_by:
+            data.pop("decided_by", None)
         if self.plan is None:
             data.pop("plan", None)
         return data
