@@ -34,7 +34,6 @@ from .records import spool_folder
 from .run import RunOutput
 
 
-
 def check_replications(n: int) -> int:
     """``n`` if it is a number of replications a run takes, else a
     :class:`~sim.core.errors.CapsimError` naming ``--replications``."""
