@@ -27,6 +27,10 @@ own. :class:`ReportFolder` claims the destination before a run simulates anythin
             moved aside, the staging folder renamed in, the old one deleted; if the
             rename fails the old report is moved back
 
+A symbolic link given as the destination is followed: the folder it points to is the
+one claimed, locked and replaced (beside it), and the link is left as it was. A broken
+link is refused.
+
 The lock file stays in place after the run: deleting it would let two runs lock
 different files of the same name.
 """
@@ -187,9 +191,12 @@ class ReportFolder:
     def __init__(self, out_dir: str | Path, kind: str = "run") -> None:
         self.kind = KINDS[kind]
         self.shown = str(out_dir)
-        # Lexically absolute (".." folded, symlinks kept): a symlinked --out is replaced
-        # as a link, never its target.
+        # Lexically absolute (".." folded), then a symbolic link given as --out followed:
+        # the folder it points to is the report folder (claimed, locked and replaced
+        # beside it), and the link stays a link (it was replaced by a real folder).
         self.path = Path(os.path.abspath(out_dir))
+        if self.path.is_symlink() and self.path.exists():
+            self.path = Path(os.path.realpath(self.path))
         if not self.path.name:
             raise CapsimError("expected a report folder, not the file system root",
                               file=self.shown)
