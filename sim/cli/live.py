@@ -23,7 +23,7 @@ def _time_scale(f):
     return click.option("--time-scale", type=PositiveFinite(),
                         default=None, metavar="X",
                         help="Service seconds per wall second (default 1; e.g. 10 lives a "
-                             "minute of service time in 6 s).")(f)
+                             "minute of service time in 6 s); a finite number > 0.")(f)
 
 
 @click.command()
