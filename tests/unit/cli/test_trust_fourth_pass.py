@@ -108,6 +108,34 @@ def test_a_killed_imports_hidden_temporary_file_is_removed_by_the_next_import(tm
     assert not killed.exists() and mine.read_bytes() == MINE and out.is_file()
 
 
+KILLED_WRITER = """
+import sys
+from sim.traces.schema import TraceWriter
+writer = TraceWriter(sys.argv[1])
+print(writer.tmp, flush=True)
+sys.stdin.readline()  # writing, until killed
+"""
+
+
+def test_a_really_killed_writers_temporary_file_is_removed_by_the_next_import(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "t.parquet"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(out)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    leftover = Path(child.stdout.readline().strip())
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert leftover.is_file() and leftover.name.startswith(".t.parquet.")
+    past = time.time() - 3600
+    os.utime(leftover, (past, past))
+    r = cli("trace", "import", SAMPLES / "sample.csv", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert not leftover.exists() and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
 def test_drive_refuses_a_users_live_parquet_before_connecting(scenario, tmp_path):
     sidecar = tmp_path / "t.live.parquet"
     sidecar.write_bytes(MINE)
