@@ -160,12 +160,12 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
 
     text = markdown_out.render(cmp)
     if markdown:
-        _write(markdown, text)
+        _write(markdown, text, "--markdown")
     append_step_summary(text)
     if junit:
-        _write(junit, junit_out.render(cmp))
+        _write(junit, junit_out.render(cmp), "--junit")
     if comment and (cmp.changed or not comment_only_on_change):
-        _write(comment, comment_out.render(cmp))
+        _write(comment, comment_out.render(cmp), "--comment")
     click.echo(markdown_out.headline(cmp))
     for c in cmp.regressions + cmp.improvements:
         click.echo(f"  {c.verdict}: {c.tier or '(run)'}: {c.label}: {c.base} → {c.now} "
@@ -173,8 +173,8 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
     raise SystemExit(cmp.exit_code)
 
 
-def _write(path: str, text: str) -> None:
-    write_text_output(Path(path), text)
+def _write(path: str, text: str, option: str) -> None:
+    write_text_output(Path(path), text, option)
 
 
 def output_options(f):

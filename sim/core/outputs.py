@@ -86,24 +86,29 @@ def claim_output(path: str | Path, kind: str, *, force: bool = False,
     return p
 
 
-def check_writable(path: str | Path, option: str | None = None) -> None:
-    """Refuse, touching nothing, an output file that could not be written: its nearest
-    existing folder is a file, or one this user cannot write in. Checked before a
-    command's work, so that work is not lost (the write itself still reports any other
-    failure as a CapsimError)."""
+def unwritable_reason(path: str | Path) -> str | None:
+    """Why nothing could be created at ``path`` (its nearest existing folder is a file,
+    or one this user cannot write in), or None when it looks writable."""
     from .atomic import destination
 
-    p = destination(path)
-    ancestor = p.absolute().parent
+    ancestor = destination(path).absolute().parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise CapsimError(f"cannot write it: {ancestor} is a file, not a folder; expected a "
-                          "file name in a folder", file=str(path), field=option)
+        return f"{ancestor} is a file, not a folder"
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise CapsimError(f"cannot write it: no permission to write in {ancestor}; "
-                          "expected a file name in a writable folder", file=str(path),
-                          field=option)
+        return f"no permission to write in {ancestor}"
+    return None
+
+
+def check_writable(path: str | Path, option: str | None = None) -> None:
+    """Refuse, touching nothing, an output file that could not be written
+    (:func:`unwritable_reason`). Checked before a command's work, so that work is not
+    lost (the write itself still reports any other failure as a CapsimError)."""
+    why = unwritable_reason(path)
+    if why is not None:
+        raise CapsimError(f"cannot write it: {why}; expected a file name in a writable "
+                          "folder", file=str(path), field=option)
 
 
 def write_text_output(path: Path, text: str, option: str | None = None) -> None:

@@ -49,6 +49,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from ..core.errors import CapsimError
+from ..core.outputs import unwritable_reason
 from ..core.version import __version__
 from ..core.workers import hold_lock_fd, release_lock_fd
 
@@ -215,8 +216,9 @@ class ReportFolder:
             self.parent.mkdir(parents=True, exist_ok=True)
             guard = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as err:
-            raise CapsimError(f"cannot write the report folder: {err.strerror}",
-                              file=self.shown) from None
+            why = unwritable_reason(self.path) or err.strerror
+            raise CapsimError(f"cannot write the report folder: {why}; expected a folder "
+                              "that can be created and written", file=self.shown) from None
         try:
             fcntl.flock(guard, fcntl.LOCK_EX)  # short: only while taking the lock
             self._lock_fd = self._take_lock()

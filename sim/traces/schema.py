@@ -118,7 +118,10 @@ class TraceWriter:
         self.out = Path(out)
         parent = self.out.parent if str(self.out.parent) else Path(".")
         if not parent.is_dir():
-            raise CapsimError("output folder does not exist", file=str(self.out), field="--out")
+            why = ("its folder is a file, not a folder" if parent.exists() else
+                   "output folder does not exist")
+            raise CapsimError(f"{why}; expected a file name in an existing folder",
+                              file=str(self.out), field="--out")
         if self.out.is_dir():
             raise CapsimError("expected a file name, got a folder", file=str(self.out),
                               field="--out")
