@@ -15,7 +15,8 @@ service time of the decision, and the key's pseudonym (:func:`sim.core.pseudonym
 request as sent that could hold one: a path the emulator does not serve is written with
 each segment that is not a known word replaced by its pseudonym
 (:func:`sim.core.pseudonyms.masked_path`: ``/v2/<key>`` becomes ``/v2/key-...``), and
-so is what was asked when it is not a method or stream the emulator knows.
+so is what was asked when it is not a method or stream the emulator knows, and a
+``Host`` that is not one of the emulator's hostnames or an address.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import contextlib
 import json
 import math
 import queue
+import re
 import sys
 import threading
 import time
@@ -33,6 +35,7 @@ from typing import TextIO
 from ..core.errors import CapsimError
 from ..core.pseudonyms import masked_path, pseudonym
 from ..core.vocabulary import MONITORING_PATH, SIZE_METHOD, STREAM_NAMES, STREAMS_API_STREAMS
+from .certs import HOSTNAMES
 
 SERVED_PATHS: frozenset[str] = frozenset({
     "/", "/v1/size", "/healthz", "/admin/window", "/admin/reset", "/admin/faults",
@@ -54,6 +57,18 @@ def _pseudonym(key: str) -> str:
 def shown_path(path: str) -> str:
     """``path`` as the access log writes it (module docstring)."""
     return path if path in SERVED_PATHS else masked_path(path, PATH_WORDS)
+
+
+_ADDRESS_HOST = re.compile(r"^(localhost|[0-9.]+|\[?[0-9a-fA-F:]+\]?)$")
+
+
+def shown_host(host: str, served: frozenset[str]) -> str:
+    """The ``Host`` (else SNI) as the access log writes it: a served hostname, an
+    address or ``localhost`` as sent; any other as its pseudonym (clients put keys in
+    subdomains too)."""
+    if host == "-" or host.lower() in served or _ADDRESS_HOST.match(host):
+        return host
+    return pseudonym(host)
 
 
 def shown_what(what: str, known: frozenset[str] = frozenset()) -> str:
@@ -128,6 +143,7 @@ class AccessLog:
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out
         self.methods: frozenset[str] = frozenset()  # the scenario's: written as asked
+        self.hosts: frozenset[str] = frozenset(HOSTNAMES.values())  # served: as sent
         self.lines = 0
         self.dropped = 0
         self._queue: queue.Queue[str | None] = queue.Queue(self.QUEUE_LINES)
@@ -171,7 +187,11 @@ class AccessLog:
     def line(self, ex: Exchange, sni: str | None = None) -> str:
         t = time.time()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
-        host = (ex.header(b"host") or sni or "-").split(":", 1)[0]
+        raw = ex.header(b"host") or sni or "-"
+        # an IPv6 literal keeps its brackets; any other host loses its port
+        host = raw[:raw.find("]") + 1] if raw.startswith("[") and "]" in raw \
+            else raw.split(":", 1)[0]
+        host = shown_host(host, self.hosts)
         key = ex.header(b"x-api-key")
         who = _pseudonym(key) if key else "-"
         decide = (ex.decided_at or time.perf_counter()) - ex.arrived

@@ -39,3 +39,16 @@ def test_an_unknown_json_rpc_method_is_written_as_its_pseudonym():
     line = _line("/", what=KEY, methods={"svc_call"})
     assert KEY not in line and f" {pseudonym(KEY)} " in line
     assert " svc_call " in _line("/", what="svc_call", methods={"svc_call"})
+
+
+def test_a_host_that_is_not_served_is_written_as_its_pseudonym():
+    log = AccessLog(None)
+
+    def line(host: str) -> str:
+        ex = Exchange({"method": "POST", "path": "/", "headers": [(b"host", host.encode())]},
+                      None)
+        return log.line(ex)
+    assert f" {pseudonym(KEY + '.rpc.localhost')} POST / " in line(f"{KEY}.rpc.localhost:8443")
+    assert KEY not in line(f"{KEY}.rpc.localhost")
+    for served in ("rpc.localhost", "search.localhost", "127.0.0.1", "localhost", "[::1]"):
+        assert f" {served} POST / " in line(served + ":8443")
