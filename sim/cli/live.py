@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from .options import PositiveFinite, force_option, set_option
+from ..core.limits import MAX_TIME_SCALE
+from .options import FiniteFloatRange, force_option, set_option
 
 
 def _loaded(scenario, overrides):
@@ -20,10 +21,11 @@ _set_option = set_option()
 
 
 def _time_scale(f):
-    return click.option("--time-scale", type=PositiveFinite(),
+    return click.option("--time-scale", type=FiniteFloatRange(min=0, min_open=True,
+                                                              max=MAX_TIME_SCALE),
                         default=None, metavar="X",
                         help="Service seconds per wall second (default 1; e.g. 10 lives a "
-                             "minute of service time in 6 s); a finite number > 0.")(f)
+                             "minute of service time in 6 s).")(f)
 
 
 @click.command()

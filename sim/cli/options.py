@@ -32,8 +32,21 @@ from contextlib import contextmanager
 import click
 
 from ..core.errors import USAGE_EXIT_CODE, CapsimError
+from ..core.limits import JOBS_PER_CPU, MIN_MAX_JOBS, max_jobs
 
 PREFIX = "capsim: error: "
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A click ``FloatRange`` that also refuses ``nan`` and ``inf`` (``FloatRange``
+    lets ``nan`` through every bound: each comparison with it is false)."""
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; expected {self._describe_range()}",
+                      param, ctx)
+        return super().convert(number, param, ctx)
 
 
 def set_option(help_text: str = "Override a scenario value, e.g. --set duration=600 "
@@ -51,10 +64,23 @@ def tier_option(what: str = "Simulate only this tier",
                         help=f"{what} (repeatable); default: {default}.")
 
 
+def bounded_processes(ctx, param, value: int | None) -> int | None:
+    """A click callback: a count of worker processes (``--jobs``, ``--dask-local``)
+    within :func:`~sim.core.limits.max_jobs` (a typo must not start a thousand)."""
+    if value is not None and value > max_jobs():
+        raise CapsimError(f"{value} worker processes asked for; expected at most "
+                          f"{max_jobs()} ({JOBS_PER_CPU} per CPU of this machine, at least "
+                          f"{MIN_MAX_JOBS}): more workers than CPUs only share them, each "
+                          "with its own memory", field=param.opts[0])
+    return value
+
+
 def jobs_option(what: str = "Tiers simulated in parallel worker processes.") -> Callable:
-    """``--jobs N`` (default 1)."""
+    """``--jobs N`` (default 1; at most :func:`~sim.core.limits.max_jobs`)."""
     return click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-                        help=what)
+                        callback=bounded_processes,
+                        help=f"{what} At most {JOBS_PER_CPU} per CPU (at least "
+                             f"{MIN_MAX_JOBS}).")
 
 
 def size_options(f):
@@ -64,22 +90,6 @@ def size_options(f):
                              "tier (HTTP requests, websocket handshakes and deliveries); "
                              "default: the scenario's max_requests, else only the memory "
                              "and temporary-disk checks.")(f)
-
-
-class PositiveFinite(click.ParamType):
-    """A number greater than 0 and finite: ``nan`` and ``inf`` are refused (a float
-    range lets NaN through, and an infinite rate cannot be served)."""
-
-    name = "x"
-
-    def convert(self, value, param, ctx):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(number) or number <= 0:
-            self.fail(f"expected a finite number greater than 0, got {value}", param, ctx)
-        return number
 
 
 def force_option(f):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CapsimError
+from ..core.limits import MAX_LOAD_MULTIPLE, MAX_REPLICATIONS, MIN_RELATIVE_TOLERANCE
 from ..core.rng import replication_seed
 from ..results.summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary
 from .executors import Executor, SequentialExecutor
@@ -105,12 +106,15 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
     """The headroom of each tier of ``scenario`` (see the module's docstring)."""
     from ..api import load_scenario
 
-    if not tolerance > 0:
-        raise CapsimError("expected a relative tolerance > 0, e.g. 0.02", field="--tolerance")
-    if not max_load > 1:
-        raise CapsimError("expected a multiplier > 1", field="--max-load")
-    if replications < 1:
-        raise CapsimError("expected at least 1", field="--replications")
+    if not MIN_RELATIVE_TOLERANCE <= tolerance <= 1:  # finer: the bisection may never end
+        raise CapsimError(f"expected a relative tolerance from {MIN_RELATIVE_TOLERANCE:g} to "
+                          f"1, e.g. 0.02; got {tolerance!r}", field="--tolerance")
+    if not 1 < max_load <= MAX_LOAD_MULTIPLE:
+        raise CapsimError(f"expected a multiplier > 1 and at most {MAX_LOAD_MULTIPLE:g}; got "
+                          f"{max_load!r}", field="--max-load")
+    if not 1 <= replications <= MAX_REPLICATIONS:
+        raise CapsimError(f"expected 1 to {MAX_REPLICATIONS}; got {replications!r}",
+                          field="--replications")
     loaded = load_scenario(scenario, tiers=tiers, overrides=list(overrides))
     sc = loaded.scenario
     label, text = scenario_source(scenario)

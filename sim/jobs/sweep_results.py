@@ -11,15 +11,14 @@ differences (same replication seeds, so common random numbers cancel most noise)
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, model_serializer
 
-from ..core.intervals import mean_interval
 from ..core.version import __version__
+from ..results.replications import IntervalFigure
 from ..results.summary import RunSummary, SloSummary
 from .sweep_plan import BASE, SweepPlan
 
@@ -56,24 +55,6 @@ _COUNTS = {"requests", "attempts", "retries", "throttled", "phantom_throttles",
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class IntervalFigure(_Frozen):
-    """A metric over replications: mean (None: undefined in every one), the 95 %
-    half-width and bounds (None with one replication), and the replications counted."""
-
-    mean: float | None
-    half_width: float | None
-    low: float | None
-    high: float | None
-    n: int
-
-    @classmethod
-    def of(cls, values) -> IntervalFigure:
-        """The Student-t interval of ``values`` (:func:`sim.core.intervals.mean_interval`)."""
-        iv = mean_interval(list(values))
-        return cls(mean=None if math.isnan(iv.mean) else iv.mean, half_width=iv.half_width,
-                   low=iv.low, high=iv.high, n=iv.n)
 
 
 class IntervalMetrics(_Frozen):

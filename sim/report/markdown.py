@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 from ..core.vocabulary import HANDSHAKE_OUTCOMES
 from ..results.summary import RunSummary, TierSummary, p99_comparable
+from .how_sure import how_sure
+from .replications import across_replications
 
 
 def _fmt(x, nd=1) -> str:
@@ -204,41 +206,6 @@ def margin_lines(summary: RunSummary) -> list[str]:
     return [*lines, ""]
 
 
-def how_sure(summary: RunSummary) -> list[str]:
-    """The "How sure" section (``capsim run --robust``): the recommendation at the least
-    and the most costly prices of the ranges, and each price alone."""
-    rec = summary.recommended
-    if rec.robust is None:
-        return []
-
-    def name(t: str | None) -> str:
-        return f"**{t}**" if t else "**no tier**"
-
-    lines = ["## How sure", "",
-             f"At the least costly prices of the ranges {name(rec.at_low_prices)}, at the "
-             f"estimates {name(rec.tier)}, at the most costly {name(rec.at_high_prices)}: "
-             + ("the recommendation is **robust** to the prices' ranges." if rec.robust else
-                "the recommendation is **not robust**: it depends on prices the spec does "
-                "not show."), ""]
-    if rec.sensitivity:
-        lines += ["Each price alone across its range, the others at their estimates:", "",
-                  "| price | estimate | range | from | tier at low | tier at high | flips |",
-                  "|---|---:|---|---|---|---|---|"]
-        for r in rec.sensitivity:
-            lines.append(f"| `{r.price}` | {r.estimate:.6g} | {r.low:.6g} – {r.high:.6g} | "
-                         f"{r.source} | {r.at_low or 'none'} | {r.at_high or 'none'} | "
-                         f"{'**yes**' if r.flips else 'no'} |")
-        lines.append("")
-        flips = [r.price for r in rec.sensitivity if r.flips]
-        if flips:
-            lines += ["The prices that flip the recommendation are the ones to pin down: "
-                      "calibrate them on your own logs (`capsim calibrate`; see the README's "
-                      "Calibration for which logs narrow which price), then rerun with "
-                      "`--calibration`. Until then, plan for the tier at the most costly "
-                      "prices if throttling is the risk you cannot take.", ""]
-    return lines
-
-
 def render(summary: RunSummary, plots: list[str]) -> str:
     """The Markdown report."""
     rec, slo, tiers = summary.recommended, summary.slo, summary.tiers
@@ -265,6 +232,7 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "",
         *margin_lines(summary),
         *how_sure(summary),
+        *across_replications(summary),
         "## Tiers",
         "",
         *tier_table(tiers),

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
 from ..core.errors import CapsimError, read_user_text
+from .replications import ReplicationsSummary
 
 SCHEMA_VERSION = 1
 """Version of the ``summary.json`` layout; bumped when a key changes meaning or goes.
@@ -245,10 +246,12 @@ class PriceSensitivity(_Frozen):
 class Recommendation(_Frozen):
     """The recommended tier (None: no tier meets the SLO) and why.
 
-    With ``capsim run --robust`` (or ``--calibration``) also: ``robust`` (the same tier at
-    the least and the most costly prices of the ranges and at the estimate),
+    With ``capsim run --robust`` (or ``--calibration``) also: ``robust`` (every price
+    the traffic pays was varied, and the same tier is recommended at the least and the
+    most costly prices of the ranges, at the estimate and at each end of each range),
     ``at_low_prices`` / ``at_high_prices`` (the tier recommended there, None when no tier
-    meets the SLO) and ``sensitivity`` (each price alone); absent from the JSON otherwise.
+    meets the SLO), ``sensitivity`` (each price alone), ``used_not_varied``,
+    ``used_unbilled`` and ``not_used``; absent from the JSON otherwise.
     """
 
     tier: str | None
@@ -257,6 +260,13 @@ class Recommendation(_Frozen):
     at_low_prices: str | None = None
     at_high_prices: str | None = None
     sensitivity: tuple[PriceSensitivity, ...] | None = None
+    used_not_varied: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic pays that no range varied (set by the scenario
+    without a ``[price_ranges]`` entry, or a calibration could not bound them)."""
+    used_unbilled: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic pays that are 0 (unbilled) and not ranged."""
+    not_used: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic never pays (not simulated, never evidence)."""
     headroom: str | None = None
     """``capsim run --headroom``: how far the load may grow before the recommended tier
     stops meeting the SLO, in words; absent from the JSON otherwise."""
@@ -265,7 +275,8 @@ class Recommendation(_Frozen):
     def _omit_absent_robustness_and_headroom(self, handler):
         data = handler(self)
         if self.robust is None:
-            for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity"):
+            for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity",
+                        "used_not_varied", "used_unbilled", "not_used"):
                 data.pop(key, None)
         if self.headroom is None:
             data.pop("headroom", None)
@@ -306,6 +317,16 @@ class RunSummary(_Frozen):
     tiers: tuple[TierSummary, ...]
     assumptions: Assumptions
     notes: tuple[str, ...]
+    replications: ReplicationsSummary | None = None
+    """``capsim run --replications N`` (N > 1): the tiers and the recommendation across
+    the replications (:mod:`sim.results.replications`); absent from the JSON otherwise."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_replications(self, handler):
+        data = handler(self)
+        if self.replications is None:
+            data.pop("replications", None)
+        return data
 
     def tier(self, name: str) -> TierSummary:
         """The summary of the tier called ``name`` (KeyError if it was not simulated)."""

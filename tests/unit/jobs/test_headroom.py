@@ -20,6 +20,7 @@ from scenarios import write_scenario
 
 from sim.cli.main import main
 from sim.config.pricing import default_pricing_table
+from sim.core.errors import CapsimError
 from sim.jobs.headroom import find_headroom
 
 C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
@@ -140,3 +141,20 @@ def test_cli_headroom_json_and_run_headroom(tmp_path):
     assert "Mine: meets the SLO up to 1.6" in r.output
     r = CliRunner().invoke(main, ["headroom", str(path), "--tolerance", "0"])
     assert r.exit_code == 2
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    # 1 + 1e-17 == 1 in floating point: hi / lo <= 1 + tolerance only once lo == hi,
+    # which the geometric mean of two neighbouring floats may never reach
+    ({"tolerance": 1e-17}, "--tolerance"),
+    ({"tolerance": 0.0009}, "--tolerance"),  # below the documented 0.001
+    ({"tolerance": float("nan")}, "--tolerance"),
+    ({"max_load": float("inf")}, "--max-load"),
+    ({"max_load": 2e6}, "--max-load"),  # above the documented 1e6
+    ({"replications": 101}, "--replications"),  # above the documented 100
+])
+def test_a_search_that_could_not_end_is_refused_before_it_starts(tmp_path, kwargs, field):
+    # the scenario does not exist: a search that started would fail on it instead
+    with pytest.raises(CapsimError) as err:
+        find_headroom(str(tmp_path / "missing.toml"), **kwargs)
+    assert err.value.field == field and "expected" in err.value.message
