@@ -221,7 +221,7 @@ def test_serve_and_drive_refuse_a_time_scale_that_is_not_a_positive_finite_numbe
     for args in (["serve", "--tier", "RPC"],
                  ["drive", scenario, "--target", NOBODY, "--out", tmp_path / "t.parquet"]):
         clean_error(cli(*args, "--time-scale", value), "--time-scale",
-                    "expected a finite number greater than 0")
+                    "is not a finite number")
     for refused in ("0", "-1", "x"):  # refused before too (in other words)
         clean_error(cli("serve", "--tier", "RPC", "--time-scale", refused), "--time-scale")
 
