@@ -10,6 +10,7 @@ price calibrate left at its given value or could not identify gets no range from
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,51 @@ def _toml(v) -> str:
     return json.dumps(v) if isinstance(v, str) else repr(float(v))
 
 
+def _finite(value, file: Path, field: str, *, optional: bool = False):
+    """``value`` if it is a finite number (or None, when ``optional``); else a
+    CapsimError naming the calibration file and the field (a hand edit, a NaN)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    got = repr(value) if isinstance(value, float) else type(value).__name__
+    raise CapsimError(f"expected a finite number, got {got}", file=str(file), field=field)
+
+
+def _checked(doc: dict, file: Path) -> dict:
+    """The parts of a calibration.json a run reads, checked: every number finite, every
+    entry where a run expects it. Errors name this file and its field, not the ``--set``
+    it would become."""
+    if not isinstance(doc["pricing"], dict) or not isinstance(doc["prices"], list):
+        raise CapsimError("expected a pricing table and a list of prices", file=str(file),
+                          field="pricing" if not isinstance(doc["pricing"], dict) else "prices")
+    for k, v in flatten(doc["pricing"]).items():
+        if isinstance(v, float):
+            _finite(v, file, f"pricing.{k}")
+    limiter = doc.get("limiter") or {}
+    if not isinstance(limiter, dict):
+        raise CapsimError("expected a table", file=str(file), field="limiter")
+    if limiter.get("alignment") == "utc":
+        _finite(limiter.get("phase_s"), file, "limiter.phase_s")
+    for i, price in enumerate(doc["prices"]):
+        if not isinstance(price, dict) or not {"name", "how", "value", "low", "high"} <= set(price):
+            raise CapsimError("expected a price with name, how, value, low and high",
+                              file=str(file), field=f"prices[{i}]")
+        if price["how"] in ("given", "not identified"):
+            continue
+        for part in ("value", "low", "high"):
+            _finite(price[part], file, f"prices[{i}].{part}", optional=part != "value")
+    gas_caps = doc.get("gas_caps") or {}
+    if not isinstance(gas_caps, dict):
+        raise CapsimError("expected a table", file=str(file), field="gas_caps")
+    for prof, g in gas_caps.items():
+        if not isinstance(g, dict):
+            raise CapsimError("expected a table", file=str(file), field=f"gas_caps.{prof}")
+        for part in ("value", "low", "high"):
+            _finite(g.get(part), file, f"gas_caps.{prof}.{part}", optional=True)
+    return doc
+
+
 def read_calibration(path: str | Path) -> CalibrationInput:
     """Read a calibration folder (its ``calibration.json``) or the file itself."""
     p = Path(path)
@@ -44,9 +90,13 @@ def read_calibration(path: str | Path) -> CalibrationInput:
                           field="--calibration") from None
     except ValueError as err:
         raise CapsimError(f"not JSON ({err})", file=str(file), field="--calibration") from None
+    except OSError as err:
+        raise CapsimError(f"cannot read it ({err.strerror or type(err).__name__})",
+                          file=str(file), field="--calibration") from None
     if not isinstance(doc, dict) or "prices" not in doc or "pricing" not in doc:
         raise CapsimError("not a calibration.json (no prices / pricing)", file=str(file),
                           field="--calibration")
+    doc = _checked(doc, file)
     overrides = [f"pricing.{k}={_toml(v)}" for k, v in sorted(flatten(doc["pricing"]).items())
                  if v is not None]
     limiter = doc.get("limiter") or {}

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
+from ..config.loader import parse_toml
 from ..config.pricing import Pricing, deep_merge, default_pricing_table
 from ..config.tiers import find_tier
 from ..core.errors import CapsimError
@@ -21,9 +22,12 @@ def _pricing(path: str | None) -> Pricing:
     if path:
         try:
             with open(path, "rb") as fh:
-                raw = tomllib.load(fh)
+                raw = parse_toml(fh.read().decode("utf-8"), file=path, field="--pricing")
         except FileNotFoundError:
             raise CapsimError("no such file", file=path, field="--pricing") from None
+        except (OSError, UnicodeDecodeError) as err:
+            why = getattr(err, "strerror", None) or type(err).__name__
+            raise CapsimError(f"cannot read it ({why})", file=path, field="--pricing") from None
         except tomllib.TOMLDecodeError as err:
             raise CapsimError(f"not valid TOML ({err})", file=path) from None
         table = deep_merge(table, raw.get("pricing", raw))

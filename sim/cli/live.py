@@ -105,24 +105,36 @@ def drive(scenario, target, time_scale, out, ca_path, allow_remote, boundary_ms,
     """
     from pathlib import Path
 
-    from ..core.outputs import claim_output
+    from ..core.errors import CapsimError
+    from ..core.outputs import check_writable, claim_output
     from ..live.drive import DriveOptions, run_drive, tls_context
+    from ..live.record import LIVE_SIDECAR, sidecar_path
     from ..traces.schema import CANONICAL_TRACE
 
     loaded = _loaded(scenario, overrides)
     if ca_path:
         tls_context(ca_path)  # a CA that is not PEM: refused before anything is driven
+    # Both files are checked before anything is driven: a recorded drive is never lost.
     out_path = claim_output(Path(out) if out else default_drive_trace(loaded.scenario.name),
                             "trace", force=force, option="--out", recognise=CANONICAL_TRACE)
+    claim_output(sidecar_path(out_path), "trace", force=force, option="--out",
+                 recognise=LIVE_SIDECAR)
     if out is None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CapsimError(f"cannot create its folder ({err.strerror})",
+                              file=str(out_path), field="--out") from None
+    elif not (out_path.parent if str(out_path.parent) else Path(".")).is_dir():
+        raise CapsimError("output folder does not exist; expected a file name in an "
+                          "existing folder", file=str(out_path), field="--out")
+    check_writable(out_path, "--out")
     options = DriveOptions(target=target, time_scale=time_scale, ca_path=ca_path,
                            allow_remote=allow_remote)
     result = asyncio.run(run_drive(loaded, options, out_path))
     click.echo(result.describe())
     from ..calibration.agreement import compare
     from ..config.tiers import find_tier
-    from ..core.errors import CapsimError
 
     try:
         tier = find_tier(result.tier, loaded.tiers)

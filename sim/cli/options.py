@@ -12,7 +12,9 @@ Errors: :func:`report_errors` is the one handler. A
 errors (an unknown option, a value of the wrong type: ``capsim: error: <click's message>
 (see `capsim CMD --help`)``) and the few failures
 that are not the user's mistake in the input but still need no traceback (a worker
-process killed, memory exhausted, a file that cannot be written). Every command runs
+process killed, memory exhausted, a file or folder the machine refuses to read or
+write -- an ``OSError`` naming it: permissions, a full or read-only disk -- and an input
+nested too deeply to read). Every command runs
 under it: :class:`~sim.cli.main.CapsimGroup` wraps each invocation, and commands that
 can be invoked on their own (in tests) are wrapped by :func:`handled`.
 
@@ -21,6 +23,7 @@ Light on purpose (click only): ``capsim --help`` imports this module.
 
 from __future__ import annotations
 
+import errno
 import functools
 import math
 from collections.abc import Callable, Iterator
@@ -112,7 +115,20 @@ def _message(err: BaseException) -> str | None:
         return ("out of memory; nothing was written. Use a smaller scenario (shorter "
                 "duration, lower load), fewer --jobs, or --max-requests to be stopped "
                 "before a run that does not fit")
+    if isinstance(err, OSError) and err.filename and err.errno in _FILE_ERRNOS:
+        # A file or folder the machine refused (permissions, a full or read-only disk,
+        # a file where a folder is needed): the user's to fix, never a traceback.
+        return (f"{err.filename}: cannot read or write it ({err.strerror}); check the "
+                "path and its permissions, or the free disk space")
+    if isinstance(err, RecursionError):
+        return ("an input is nested too deeply to read (arrays or tables hundreds of "
+                "levels deep); expected one nested a few levels")
     return None
+
+
+_FILE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR,
+                          errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.ENAMETOOLONG,
+                          errno.ENOENT, errno.EEXIST, errno.ELOOP, errno.EFBIG})
 
 
 @contextmanager

@@ -7,14 +7,14 @@ Exit codes: 0 nothing regressed, 1 a regression (the reports say which), 2 a use
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
 
 from ..core.errors import CapsimError
 from ..core.limits import MAX_REPLICATIONS
-from ..core.outputs import claim_output, write_text_output
+from ..core.outputs import check_writable, claim_output, write_text_output
+from ..regression.step_summary import append_step_summary, check_step_summary
 from .options import force_option, jobs_option, set_option, tier_option
 
 BASELINE_DIR = Path("reports/baselines")
@@ -76,10 +76,11 @@ def save(scenario, tiers, replications, out, overrides, jobs, force):
     probe = load_scenario(scenario, tiers=tiers, overrides=overrides)
     target = claim_output(out or BASELINE_DIR / f"{probe.scenario.name}.json", "baseline",
                           force=force, option="--out")
+    check_writable(target, "--out")
     _check_size(probe, jobs)
     reps = _replications(replications, probe.scenario.check)
     _, snap = _snapshot(scenario, list(overrides), list(tiers), reps, jobs)
-    path = save_baseline(snap, target)
+    path = save_baseline(snap, target, option="--out")
     click.echo(f"baseline: {path} ({len(snap.tiers)} tier(s), {reps} replication(s), "
                f"recommended tier: {snap.recommended.tier or 'none'})")
 
@@ -133,11 +134,14 @@ def update(targets, replications, jobs):
 
 
 def _claim_outputs(markdown, junit, comment, force) -> None:
-    """Refuse, before any work, output files that are not capsim's of their kind."""
+    """Refuse, before any work, output files that are not capsim's of their kind, and a
+    $GITHUB_STEP_SUMMARY that cannot be appended to."""
+    check_step_summary()
     for path, kind, option in ((markdown, "markdown", "--markdown"),
                                (junit, "junit", "--junit"), (comment, "comment", "--comment")):
         if path:
             claim_output(path, kind, force=force, option=option)
+            check_writable(path, option)
 
 
 def _check_size(loaded, jobs: int) -> None:
@@ -157,15 +161,12 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
 
     text = markdown_out.render(cmp)
     if markdown:
-        _write(markdown, text)
-    step = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step:
-        with open(step, "a", encoding="utf-8") as f:
-            f.write(text + "\n")
+        _write(markdown, text, "--markdown")
+    append_step_summary(text)
     if junit:
-        _write(junit, junit_out.render(cmp))
+        _write(junit, junit_out.render(cmp), "--junit")
     if comment and (cmp.changed or not comment_only_on_change):
-        _write(comment, comment_out.render(cmp))
+        _write(comment, comment_out.render(cmp), "--comment")
     click.echo(markdown_out.headline(cmp))
     for c in cmp.regressions + cmp.improvements:
         click.echo(f"  {c.verdict}: {c.tier or '(run)'}: {c.label}: {c.base} → {c.now} "
@@ -173,8 +174,8 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
     raise SystemExit(cmp.exit_code)
 
 
-def _write(path: str, text: str) -> None:
-    write_text_output(Path(path), text)
+def _write(path: str, text: str, option: str) -> None:
+    write_text_output(Path(path), text, option)
 
 
 def output_options(f):

@@ -76,7 +76,7 @@ def masked_text(path: str | tuple[str | int, ...], text: str) -> str:
         return text
     try:
         value = tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # the loader words a deep value
         value = text
     masked = masked_value(path, value)
     return text if masked == value else toml_text(masked)

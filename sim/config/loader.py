@@ -47,7 +47,7 @@ def read(path: str | Path | None = None, overrides: list[str] = ()
         except OSError as err:
             raise CapsimError(f"cannot read: {err.strerror}", file=label) from None
     try:
-        raw = tomllib.loads(text)
+        raw = parse_toml(text, file=label)
     except tomllib.TOMLDecodeError as err:
         match = re.search(r"\(at line (\d+), column \d+\)", str(err))
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(err))
@@ -55,6 +55,37 @@ def read(path: str | Path | None = None, overrides: list[str] = ()
                           line=int(match.group(1)) if match else None) from None
     overridden = [apply_override(raw, item) for item in overrides]
     return raw, Where(label, key_lines(text), tuple(overridden))
+
+
+MAX_NESTING = 100
+"""Arrays and inline tables nested deeper than this are refused (a scenario needs a few
+levels; Python's TOML parser recurses and would fail with a RecursionError near 500)."""
+
+
+def parse_toml(text: str, *, file: str | None = None, line: int | None = None,
+               field: str | None = None) -> dict[str, Any]:
+    """``tomllib.loads(text)``, with nesting past :data:`MAX_NESTING` a CapsimError naming
+    ``file`` / ``field`` (a TOMLDecodeError passes through for the caller to word)."""
+    too_deep = CapsimError(f"nested too deeply (arrays or inline tables more than "
+                           f"{MAX_NESTING} levels deep); expected a value nested a few levels",
+                           file=file, line=line, field=field)
+    try:
+        value = tomllib.loads(text)
+    except RecursionError:
+        raise too_deep from None
+    return _checked_depth(value, too_deep)
+
+
+def _checked_depth(value: Any, too_deep: CapsimError) -> Any:
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise too_deep
+        children = node.values() if isinstance(node, dict) else node if isinstance(
+            node, list) else ()
+        stack.extend((c, depth + 1) for c in children)
+    return value
 
 
 def validate_scenario(raw: dict[str, Any], where: Where) -> Scenario:
@@ -88,7 +119,7 @@ def apply_override(raw: dict[str, Any], item: str) -> tuple[str | int, ...]:
                           "sources[0].arrival.rate (the text is not shown)", field="--set")
     path_text = _fmt(path)
     try:
-        value = tomllib.loads(f"v = {value_text}")["v"]
+        value = parse_toml(f"v = {value_text}", field=f"--set {path_text}")["v"]
     except tomllib.TOMLDecodeError:
         value = value_text
     node: Any = raw

@@ -14,6 +14,7 @@ See docs/reference/output-folders.md for the rules of output folders and files.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,11 +86,34 @@ def claim_output(path: str | Path, kind: str, *, force: bool = False,
     return p
 
 
-def write_text_output(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (folders created); a CapsimError if it cannot be."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise CapsimError(f"cannot write it ({err.strerror or type(err).__name__})",
-                          file=str(path)) from None
+def unwritable_reason(path: str | Path) -> str | None:
+    """Why nothing could be created at ``path`` (its nearest existing folder is a file,
+    or one this user cannot write in), or None when it looks writable."""
+    from .atomic import destination
+
+    ancestor = destination(path).absolute().parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is a file, not a folder"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"no permission to write in {ancestor}"
+    return None
+
+
+def check_writable(path: str | Path, option: str | None = None) -> None:
+    """Refuse, touching nothing, an output file that could not be written
+    (:func:`unwritable_reason`). Checked before a command's work, so that work is not
+    lost (the write itself still reports any other failure as a CapsimError)."""
+    why = unwritable_reason(path)
+    if why is not None:
+        raise CapsimError(f"cannot write it: {why}; expected a file name in a writable "
+                          "folder", file=str(path), field=option)
+
+
+def write_text_output(path: Path, text: str, option: str | None = None) -> None:
+    """Write ``text`` to ``path`` (folders created) atomically
+    (:func:`sim.core.atomic.write_atomic`); a CapsimError if it cannot be."""
+    from .atomic import write_atomic
+
+    write_atomic(path, text, option)

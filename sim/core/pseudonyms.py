@@ -109,3 +109,18 @@ def pseudonym(key: str, secret: bytes | None = None) -> str:
         return key
     mac = hmac.new(secret or pseudonym_secret(), key.encode("utf-8"), hashlib.sha256)
     return "key-" + mac.hexdigest()[:16]
+
+
+_VERSION_SEGMENT = re.compile(r"^v[0-9]{1,2}$")
+
+
+def masked_path(path: str, words: frozenset[str] = frozenset()) -> str:
+    """A URL path as it may be written or printed: every segment that is neither one of
+    ``words`` nor a version (``v1``, ``v2``) replaced by its pseudonym.
+
+    Clients put keys in paths (``/v2/<key>``, ``/v1/lb/<key>/status``) and a path is
+    logged as sent, so only segments known not to be keys are kept.
+    """
+    segments = path.split("/")
+    return "/".join(s if not s or s in words or _VERSION_SEGMENT.match(s) else pseudonym(s)
+                    for s in segments)

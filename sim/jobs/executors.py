@@ -96,6 +96,9 @@ class DaskExecutor(Executor):
             except OSError as err:
                 raise CapsimError(f"cannot reach the Dask scheduler ({type(err).__name__})",
                                   field="--dask-scheduler") from None
+            except (ValueError, TypeError) as err:  # distributed parses the address
+                raise CapsimError(f"not a scheduler address ({err}); expected one such as "
+                                  "tcp://HOST:8786", field="--dask-scheduler") from None
         else:
             self._cluster = LocalCluster(n_workers=int(local_workers or 1), processes=True,
                                          threads_per_worker=1, dashboard_address=None)

@@ -11,6 +11,7 @@ exactly ``capsim run`` with the same ``--set`` values.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -119,7 +120,7 @@ def parse_vary(item: str) -> Factor:
 def _toml_value(text: str) -> Any:
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # the loader words a deep value
         return text
 
 
@@ -166,7 +167,10 @@ def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replication
         for vname, vset in variant_sets.items():
             ovr = (*overrides, *point_set, *vset)
             # Validate every combination now: a bad value fails before anything runs.
-            loaded = load_scenario(scenario, tiers=tier_names, overrides=list(ovr))
+            try:
+                loaded = load_scenario(scenario, tiers=tier_names, overrides=list(ovr))
+            except CapsimError as err:
+                raise _named_by_origin(err, factors, point_set, vname, vset, label) from None
             for r in range(replications):
                 runs.append(RunSpec(
                     run_id=f"p{p:03d}-{_slug(vname)}-r{r:03d}", point=p, variant=vname,
@@ -188,6 +192,44 @@ def plan_sweep(scenario: str | Path | None, *, vary: list[str] = (), replication
                      tier_names, tuple(runs),
                      identity(shown, [masked_override(o) for o in overrides], shown_sets),
                      identity(factors, overrides, variant_sets))
+
+
+def _set_path(field: str | None) -> tuple[tuple, str] | None:
+    """The key path of a ``--set PATH[: inner]`` field, and the rest after it."""
+    from ..config.loader import parse_path
+
+    if not field or not field.startswith("--set "):
+        return None
+    head, sep, rest = field[len("--set "):].partition(": ")
+    try:
+        return parse_path(head), sep + rest
+    except CapsimError:
+        return None
+
+
+def _named_by_origin(err: CapsimError, factors, point_set, vname: str, vset,
+                     label: str) -> CapsimError:
+    """``err`` about a value the run got from ``--vary`` or a ``[[variants]]`` table,
+    naming that origin (the loader sees every one of them as a ``--set``)."""
+    from ..config.loader import parse_path
+
+    found = _set_path(err.field)
+    if found is None:
+        return err
+    path, rest = found
+    for factor, item in zip(factors, point_set, strict=True):
+        with contextlib.suppress(CapsimError):
+            if parse_path(factor.path) == path:
+                shown = masked_override(item)
+                return CapsimError(f"{err.message} (in the combination {shown})",
+                                   field=f"--vary {factor.path}{rest}")
+    for item in vset:
+        with contextlib.suppress(CapsimError):
+            if parse_path(item.split("=", 1)[0].strip()) == path:
+                return CapsimError(err.message, file=label,
+                                   field=f"variants {vname!r}: set.{item.split('=', 1)[0]}"
+                                         f"{rest}")
+    return err
 
 
 def _slug(name: str) -> str:

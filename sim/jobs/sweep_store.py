@@ -59,10 +59,7 @@ class SweepStore:
         manifest = self.folder / MANIFEST
         wanted = {"fingerprint": self.plan.fingerprint, "sweep": self.plan.identity}
         if manifest.exists():
-            try:
-                found = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                found = {}
+            found = self._manifest(manifest)
             if found.get("fingerprint") != wanted["fingerprint"]:
                 raise CapsimError(
                     "this folder holds another sweep (different scenario, --vary, "
@@ -82,7 +79,33 @@ class SweepStore:
                     "folder exists and is not a capsim sweep folder")
             raise CapsimError(f"{what}; nothing was changed. Choose another --out",
                               file=str(self.folder), field="--out")
-        write_atomic(manifest, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
+        try:
+            write_atomic(manifest, json.dumps(wanted, indent=2, sort_keys=True) + "\n")
+        except OSError as err:
+            raise CapsimError(f"cannot write the sweep folder ({err.strerror or type(err).__name__}"
+                              "); expected a folder that can be created and written",
+                              file=str(self.folder), field="--out") from None
+
+    @staticmethod
+    def _manifest(manifest: Path) -> dict:
+        """The manifest's content; a CapsimError naming it when it is not a manifest (a
+        damaged or hand-edited one is not "another sweep")."""
+        try:
+            found = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as err:
+            why = getattr(err, "strerror", None) or type(err).__name__
+            raise CapsimError(f"cannot read this sweep's manifest ({why}); nothing was "
+                              "changed", file=str(manifest), field="--out") from None
+        except ValueError as err:
+            raise CapsimError(f"this sweep's manifest is damaged (not JSON: {err}); nothing "
+                              "was changed. Delete the sweep folder to start again, or choose "
+                              "another --out", file=str(manifest), field="--out") from None
+        if not isinstance(found, dict) or not isinstance(found.get("fingerprint"), str):
+            raise CapsimError("this sweep's manifest is damaged (expected a JSON object with "
+                              "a fingerprint); nothing was changed. Delete the sweep folder to "
+                              "start again, or choose another --out", file=str(manifest),
+                              field="--out")
+        return found
 
     def _sweep_leftovers(self) -> None:
         # Temporary files of runs a kill interrupted mid-write: never complete, drop them.
@@ -121,7 +144,13 @@ class SweepStore:
 
     def put(self, run_id: str, summary_json: str) -> None:
         """Keep a finished run (atomically)."""
-        write_atomic(self.runs_dir / f"{run_id}.json", summary_json)
+        path = self.runs_dir / f"{run_id}.json"
+        try:
+            write_atomic(path, summary_json)
+        except OSError as err:
+            raise CapsimError(f"cannot write a finished run ({err.strerror or type(err).__name__}"
+                              "); the runs kept so far are resumed by the same command",
+                              file=str(path), field="--out") from None
 
     def read(self, run_id: str) -> str:
         """A finished run's summary JSON text."""

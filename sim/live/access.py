@@ -11,7 +11,12 @@ JSON-RPC method, ``POST /v1/size``, a stream), HTTP status, outcome (``ok``, ``-
 ``434``, ...), CU reserved for an admitted request (``cu=0`` otherwise), wall
 milliseconds from the request reaching the application until it was decided, the
 service time of the decision, and the key's pseudonym (:func:`sim.core.pseudonyms.pseudonym`;
-``key=-`` without a key). The key itself is never written.
+``key=-`` without a key). The key itself is never written, nor any other part of a
+request as sent that could hold one: a path the emulator does not serve is written with
+each segment that is not a known word replaced by its pseudonym
+(:func:`sim.core.pseudonyms.masked_path`: ``/v2/<key>`` becomes ``/v2/key-...``), and
+so is what was asked when it is not a method or stream the emulator knows, and a
+``Host`` that is not one of the emulator's hostnames or an address.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import contextlib
 import json
 import math
 import queue
+import re
 import sys
 import threading
 import time
@@ -27,12 +33,52 @@ from functools import lru_cache
 from typing import TextIO
 
 from ..core.errors import CapsimError
-from ..core.pseudonyms import pseudonym
+from ..core.pseudonyms import masked_path, pseudonym
+from ..core.vocabulary import MONITORING_PATH, SIZE_METHOD, STREAM_NAMES, STREAMS_API_STREAMS
+from .certs import HOSTNAMES
+
+SERVED_PATHS: frozenset[str] = frozenset({
+    "/", "/v1/size", "/healthz", "/admin/window", "/admin/reset", "/admin/faults",
+    MONITORING_PATH, *(f"/{s}" for s in STREAMS_API_STREAMS)})
+"""The paths the emulator serves: logged as sent."""
+
+PATH_WORDS: frozenset[str] = frozenset(
+    {seg for p in SERVED_PATHS for seg in p.split("/") if seg}
+    | {"api", "lb", "status", "health", "ws", "rpc", "search", "streams"})
+"""Segments of other paths that are written as sent (every other one as its pseudonym)."""
 
 
 @lru_cache(maxsize=256)
 def _pseudonym(key: str) -> str:
     return pseudonym(key)
+
+
+@lru_cache(maxsize=256)
+def shown_path(path: str) -> str:
+    """``path`` as the access log writes it (module docstring)."""
+    return path if path in SERVED_PATHS else masked_path(path, PATH_WORDS)
+
+
+_ADDRESS_HOST = re.compile(r"^(localhost|[0-9.]+|\[?[0-9a-fA-F:]+\]?)$")
+
+
+def shown_host(host: str, served: frozenset[str]) -> str:
+    """The ``Host`` (else SNI) as the access log writes it: a served hostname, an
+    address or ``localhost`` as sent; any other as its pseudonym (clients put keys in
+    subdomains too)."""
+    if host == "-" or host.lower() in served or _ADDRESS_HOST.match(host):
+        return host
+    return pseudonym(host)
+
+
+def shown_what(what: str, known: frozenset[str] = frozenset()) -> str:
+    """What was asked as the access log writes it: a known method, stream or served path
+    as sent, anything else (a method the emulator does not have) as its pseudonym."""
+    if what in known or what in STREAM_NAMES or what in ("-", SIZE_METHOD):
+        return what
+    if what.startswith("/"):
+        return shown_path(what)
+    return pseudonym(what)
 
 
 class Exchange:
@@ -96,6 +142,8 @@ class AccessLog:
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out
+        self.methods: frozenset[str] = frozenset()  # the scenario's: written as asked
+        self.hosts: frozenset[str] = frozenset(HOSTNAMES.values())  # served: as sent
         self.lines = 0
         self.dropped = 0
         self._queue: queue.Queue[str | None] = queue.Queue(self.QUEUE_LINES)
@@ -139,16 +187,21 @@ class AccessLog:
     def line(self, ex: Exchange, sni: str | None = None) -> str:
         t = time.time()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
-        host = (ex.header(b"host") or sni or "-").split(":", 1)[0]
+        raw = ex.header(b"host") or sni or "-"
+        # an IPv6 literal keeps its brackets; any other host loses its port
+        host = raw[:raw.find("]") + 1] if raw.startswith("[") and "]" in raw \
+            else raw.split(":", 1)[0]
+        host = shown_host(host, self.hosts)
         key = ex.header(b"x-api-key")
         who = _pseudonym(key) if key else "-"
         decide = (ex.decided_at or time.perf_counter()) - ex.arrived
         status = ex.status if ex.status is not None else ("gone" if ex.disconnected else "-")
         outcome = ex.outcome or (str(ex.status) if ex.status is not None else "-")
         cu = ex.settled if ex.settled is not None else ex.reserved
-        return (f"{stamp} {host} {ex.scope.get('method', 'GET')} {ex.scope.get('path', '')} "
-                f"{ex.what} {status} {outcome} cu={cu:g} decide_ms={decide * 1e3:.2f} "
-                f"t={ex.now:.6f} key={who}")
+        path = shown_path(ex.scope.get("path", ""))
+        return (f"{stamp} {host} {ex.scope.get('method', 'GET')} {path} "
+                f"{shown_what(ex.what, self.methods)} {status} {outcome} cu={cu:g} "
+                f"decide_ms={decide * 1e3:.2f} t={ex.now:.6f} key={who}")
 
     def write(self, ex: Exchange, sni: str | None = None) -> None:
         self.lines += 1

@@ -199,6 +199,7 @@ class EmulatorApp:
         self.pricing: Pricing = loaded.pricing
         self._methods = sc.methods
         self._rpc_methods = {m for m, spec in sc.methods.items() if spec.api == RPC}
+        self.log.methods = frozenset(sc.methods)  # written as asked; any other as a pseudonym
         self._service_rng = {m: named_stream(sc.seed, Rng.LIVE, Rng.SERVICE, m) for m in sc.methods}
         self._gas_rng = named_stream(sc.seed, Rng.LIVE, Rng.GAS)
         self._stale_rng = named_stream(sc.seed, Rng.LIVE, Rng.STALE)

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.atomic import AtomicFile
 from ..core.errors import CapsimError
 
 HOSTNAMES = {"search": "search.localhost", "rpc": "rpc.localhost",
@@ -72,11 +73,9 @@ def _names_of(pem: bytes) -> tuple[set[str], dt.datetime] | None:
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    if private:
-        tmp.chmod(0o600)
-    tmp.replace(path)
+    with AtomicFile(path, "--cert-dir", mode=0o600 if private else None) as f:
+        f.write_bytes(data)
+        f.commit()
 
 
 def make_certificate(folder: str | Path, names: Iterable[str] | None = None) -> Certificate:

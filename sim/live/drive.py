@@ -420,6 +420,24 @@ async def fetch_health(target: Target, tls: ssl.SSLContext) -> dict:
     return data
 
 
+def _write_recorded(recorder: DriveRecorder, out: Path, name: str) -> Path:
+    """Write the trace (and its sidecar) at ``out``; if that fails after all (the folder
+    was checked before driving), the recorded attempts are not lost: they go to the
+    temporary folder, and the CapsimError says where."""
+    import tempfile
+
+    try:
+        return recorder.write(out, f"capsim drive {name}")
+    except CapsimError as err:
+        rescue = Path(tempfile.mkdtemp(prefix="capsim-drive-")) / out.name
+        try:
+            recorder.write(rescue, f"capsim drive {name}")
+        except CapsimError:
+            raise err from None
+        raise CapsimError(f"{err.message}; the recorded trace was written to {rescue} "
+                          "instead", file=err.file, field=err.field) from None
+
+
 async def run_drive(loaded: LoadedScenario, options: DriveOptions, out: Path) -> DriveResult:
     """Drive the emulator at ``options.target`` with ``loaded``'s demand; write ``out``."""
     target = parse_target(options.target, options.allow_remote)
@@ -439,7 +457,7 @@ async def run_drive(loaded: LoadedScenario, options: DriveOptions, out: Path) ->
     start = math.ceil(now / WINDOW_S) * WINDOW_S
     driver = Driver(loaded, target, clock, tls, start, options.ca_path)
     await driver.run()
-    sidecar = driver.recorder.write(out, f"capsim drive {loaded.scenario.name}")
+    sidecar = _write_recorded(driver.recorder, out, loaded.scenario.name)
     result = DriveResult(out, sidecar, start_s=start, time_scale=scale,
                          tier=str(health.get("tier", "")))
     result.outcomes.update(driver.recorder.outcomes())

@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.atomic import AtomicFile, cannot_write
 from ..core.pseudonyms import pseudonym
 from ..traces.schema import SCHEMA, TraceWriter
 
@@ -54,6 +55,19 @@ def sidecar_path(trace: str | Path) -> Path:
     """Where the sidecar of ``trace`` lives."""
     trace = Path(trace)
     return trace.with_name(trace.stem + ".live.parquet")
+
+
+def is_sidecar(path: str | Path) -> bool:
+    """Whether ``path`` is a drive's sidecar (a Parquet file of exactly its columns):
+    capsim's own output, which the next drive may overwrite."""
+    try:
+        return pq.read_schema(path).names == list(SIDECAR_COLUMNS)
+    except (OSError, pa.ArrowException):
+        return False
+
+
+LIVE_SIDECAR = ("the sidecar of a capsim drive (.live.parquet)", is_sidecar)
+"""The recogniser :func:`sim.core.outputs.claim_output` takes for a drive's sidecar."""
 
 
 class DriveRecorder:
@@ -131,7 +145,10 @@ class DriveRecorder:
         side = pa.table({n: pa.array(v, t) for (n, t), v in
                          zip(SIDECAR_COLUMNS.items(), self._side.values(), strict=True)})
         path = sidecar_path(out)
-        tmp = path.with_name("." + path.name + ".tmp")
-        pq.write_table(side, tmp)
-        tmp.replace(path)
+        with AtomicFile(path, "--out") as f:
+            try:
+                pq.write_table(side, f.tmp)
+            except OSError as err:
+                raise cannot_write(path, err, "--out") from None
+            f.commit()
         return path

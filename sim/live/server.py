@@ -120,6 +120,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     skipped = [r for r in regions if region_label(r) is None]
     cert = make_certificate(cert_dir, names)
     log = AccessLog.open(options.access_log)
+    log.hosts = frozenset(names)  # written as sent; any other Host label as a pseudonym
     try:
         sock = bind(options)
     except CapsimError:

@@ -21,9 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..config.key_paths import masked_override
+from ..core.atomic import write_atomic
 from ..core.errors import CapsimError, read_user_text
 from ..core.intervals import Interval, mean_interval
 from ..core.limits import MAX_REPLICATIONS
@@ -98,6 +99,13 @@ class Baseline(_Frozen):
     replications: int = Field(ge=1, le=MAX_REPLICATIONS)  # a hand edit must not run 1e5
     recommended: RecommendedTier
     tiers: tuple[TierFigures, ...]
+
+    @field_validator("overrides")
+    @classmethod
+    def _keys_as_pseudonyms(cls, overrides: tuple[str, ...]) -> tuple[str, ...]:
+        # A baseline written by an older capsim, or edited by hand, may hold a key in
+        # clear: it is never republished (reports, the step summary) nor written back.
+        return tuple(masked_override(o) for o in overrides)
 
     def tier(self, name: str) -> TierFigures | None:
         """The figures of tier ``name`` (None if it is not in this baseline)."""
@@ -189,14 +197,12 @@ def _digest(data) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def save_baseline(baseline: Baseline, path: str | Path) -> Path:
-    """Write ``baseline`` to ``path`` (folders created, replaced atomically)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(baseline.to_json(), encoding="utf-8")
-    tmp.replace(p)
-    return p
+def save_baseline(baseline: Baseline, path: str | Path, option: str | None = None) -> Path:
+    """Write ``baseline`` to ``path`` (folders created, replaced atomically: never through
+    a fixed ``.tmp`` name that could be the user's, :mod:`sim.core.atomic`); a
+    CapsimError naming the file (and ``option``) if it cannot be written."""
+    write_atomic(path, baseline.to_json(), option)
+    return Path(path)
 
 
 def parse_baseline(text: str, *, file: str | None = None) -> Baseline:

@@ -27,6 +27,10 @@ own. :class:`ReportFolder` claims the destination before a run simulates anythin
             moved aside, the staging folder renamed in, the old one deleted; if the
             rename fails the old report is moved back
 
+A symbolic link given as the destination is followed: the folder it points to is the
+one claimed, locked and replaced (beside it), and the link is left as it was. A broken
+link is refused.
+
 The lock file stays in place after the run: deleting it would let two runs lock
 different files of the same name.
 """
@@ -45,6 +49,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from ..core.errors import CapsimError
+from ..core.outputs import unwritable_reason
 from ..core.version import __version__
 from ..core.workers import hold_lock_fd, release_lock_fd
 
@@ -187,9 +192,12 @@ class ReportFolder:
     def __init__(self, out_dir: str | Path, kind: str = "run") -> None:
         self.kind = KINDS[kind]
         self.shown = str(out_dir)
-        # Lexically absolute (".." folded, symlinks kept): a symlinked --out is replaced
-        # as a link, never its target.
+        # Lexically absolute (".." folded), then a symbolic link given as --out followed:
+        # the folder it points to is the report folder (claimed, locked and replaced
+        # beside it), and the link stays a link (it was replaced by a real folder).
         self.path = Path(os.path.abspath(out_dir))
+        if self.path.is_symlink() and self.path.exists():
+            self.path = Path(os.path.realpath(self.path))
         if not self.path.name:
             raise CapsimError("expected a report folder, not the file system root",
                               file=self.shown)
@@ -208,8 +216,9 @@ class ReportFolder:
             self.parent.mkdir(parents=True, exist_ok=True)
             guard = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as err:
-            raise CapsimError(f"cannot write the report folder: {err.strerror}",
-                              file=self.shown) from None
+            why = unwritable_reason(self.path) or err.strerror
+            raise CapsimError(f"cannot write the report folder: {why}; expected a folder "
+                              "that can be created and written", file=self.shown) from None
         try:
             fcntl.flock(guard, fcntl.LOCK_EX)  # short: only while taking the lock
             self._lock_fd = self._take_lock()

@@ -44,6 +44,25 @@ _SPOOL_LOCK = ".lock"
 UNLOCKED_STALE_S = 86400.0
 
 
+#: A folder still named ``capsim-making-*`` this long, its lock free, is a killed run's.
+MAKING_STALE_S = 60.0
+
+
+def _unlocked(folder: Path) -> bool:
+    """Whether ``folder``'s lock file exists and no process holds it."""
+    try:
+        fd = os.open(folder / _SPOOL_LOCK, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 class SpoolFolder:
     """A private folder for a run's spool files (``name``), removed with the run's result.
 
@@ -92,7 +111,10 @@ def remove_stale_spools(parent: str | None = None) -> list[Path]:
     where = Path(parent or tempfile.gettempdir())
     for folder in where.glob(_MAKING_PREFIX + "*"):  # a run killed while making its spool
         with contextlib.suppress(OSError):
-            if time.time() - folder.stat().st_mtime >= UNLOCKED_STALE_S:
+            age = time.time() - folder.stat().st_mtime
+            # A making folder lives microseconds: one a minute old whose lock nobody
+            # holds is a killed run's (it stayed a day, a .lock in the temporary folder).
+            if age >= UNLOCKED_STALE_S or (age >= MAKING_STALE_S and _unlocked(folder)):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder)
     for folder in where.glob(SPOOL_PREFIX + "*"):

@@ -206,8 +206,8 @@ def import_trace(path: str | os.PathLike, out: str | os.PathLike, *, fmt: str = 
     try:
         fmt = detect_format(path) if fmt == "auto" else fmt
         return _import(path, out, fmt, on_invalid, region, chunk_rows, hosts, allow_empty)
-    except OSError as err:
-        raise CapsimError(f"cannot read or write: {err.strerror or 'I/O error'}",
+    except OSError as err:  # the output's failures are the output's (TraceWriter)
+        raise CapsimError(f"cannot read it: {err.strerror or 'I/O error'}",
                           file=path) from None
 
 

@@ -57,12 +57,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.atomic import AtomicFile, cannot_write
 from ..core.errors import CapsimError
 
 # Re-exported: the trace modules read the vocabulary from here.
@@ -118,23 +118,36 @@ class TraceWriter:
         self.out = Path(out)
         parent = self.out.parent if str(self.out.parent) else Path(".")
         if not parent.is_dir():
-            raise CapsimError("output folder does not exist", file=str(self.out), field="--out")
+            why = ("its folder is a file, not a folder" if parent.exists() else
+                   "output folder does not exist")
+            raise CapsimError(f"{why}; expected a file name in an existing folder",
+                              file=str(self.out), field="--out")
         if self.out.is_dir():
             raise CapsimError("expected a file name, got a folder", file=str(self.out),
                               field="--out")
         if chunk_rows < 1:
             raise CapsimError("expected a positive number of rows", field="--chunk-rows")
         self.chunk_rows = chunk_rows
-        # a plain exclusive create (not mkstemp) so the file gets the usual permissions
-        self.tmp = parent / f".{self.out.name}.{secrets.token_hex(6)}.tmp"
-        with open(self.tmp, "xb"):
-            pass
+        # a temporary file of its own beside `out`, locked while written: what a killed
+        # import leaves is removed by the next write of `out` (sim.core.atomic)
+        self._file = AtomicFile(self.out, "--out", make_parents=False).__enter__()
+        self.tmp = self._file.tmp
         self.rows = 0
         self._buffer: list[pa.Table] = []
         self._buffered = 0
-        self._writer = pq.ParquetWriter(
-            str(self.tmp), SCHEMA.with_metadata({META_VERSION: TRACE_VERSION}),
-            compression="zstd", write_statistics=["time_ns"])
+        with self._writing():
+            self._writer = pq.ParquetWriter(
+                str(self.tmp), SCHEMA.with_metadata({META_VERSION: TRACE_VERSION}),
+                compression="zstd", write_statistics=["time_ns"])
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """A failure to write the temporary file is the output's, not the input's."""
+        try:
+            yield
+        except OSError as err:
+            self.discard()
+            raise cannot_write(self.out, err, "--out") from None
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -149,8 +162,9 @@ class TraceWriter:
             return
         self._buffer.append(table)
         self._buffered += table.num_rows
-        while self._buffered >= self.chunk_rows:
-            self._flush(self.chunk_rows)
+        with self._writing():
+            while self._buffered >= self.chunk_rows:
+                self._flush(self.chunk_rows)
 
     @property
     def buffered(self) -> int:
@@ -167,21 +181,22 @@ class TraceWriter:
 
     def close(self, source_name: str) -> None:
         """Write the last partial chunk and the file metadata; the temp file is complete."""
-        if self._buffered:
-            self._flush(self._buffered)
-        self._writer.add_key_value_metadata({META_SOURCE: source_name})
-        self._writer.close()
+        with self._writing():
+            if self._buffered:
+                self._flush(self._buffered)
+            self._writer.add_key_value_metadata({META_SOURCE: source_name})
+            self._writer.close()
 
     def commit(self) -> None:
-        """Move the finished temp file onto ``out`` (atomic on one filesystem)."""
-        os.replace(self.tmp, self.out)
+        """Move the finished temp file onto ``out`` (atomic on one filesystem; a symbolic
+        link at ``out`` is followed, not replaced)."""
+        self._file.commit()
 
     def discard(self) -> None:
         """Drop everything written so far."""
         with contextlib.suppress(Exception):
             self._writer.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.tmp.unlink()
+        self._file.discard()
 
 
 def is_canonical_trace(path: str | os.PathLike) -> bool:

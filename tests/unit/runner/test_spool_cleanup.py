@@ -55,3 +55,27 @@ def test_unlocked_folders_are_removed_only_when_old(tmp_path):
     os.utime(other, (past, past))
     assert remove_stale_spools(str(tmp_path)) == [old]
     assert new.is_dir() and other.is_dir()
+
+
+def test_a_killed_runs_making_folder_goes_once_its_lock_is_free_a_live_ones_stays(tmp_path):
+    """A run killed between making its spool folder and renaming it left
+    ``capsim-making-*/.lock`` for a day; a making folder lives microseconds, so one a
+    minute old whose lock nobody holds is removed (one being made is locked, or new)."""
+    import fcntl
+
+    from sim.runner.records import _MAKING_PREFIX, MAKING_STALE_S
+
+    dead, held, young = (tmp_path / (_MAKING_PREFIX + n) for n in ("dead", "held", "young"))
+    for d in (dead, held, young):
+        d.mkdir()
+        (d / ".lock").write_text("")
+    past = time.time() - MAKING_STALE_S - 5
+    for d in (dead, held):
+        os.utime(d, (past, past))
+    fd = os.open(held / ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a run still making it (or stopped in a debugger)
+    try:
+        assert remove_stale_spools(str(tmp_path)) == [dead]
+        assert held.is_dir() and young.is_dir()
+    finally:
+        os.close(fd)
