@@ -208,6 +208,9 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     click.echo("")
     for row in tier_table(result.summary.tiers):
         click.echo(row)
+    for note in result.summary.notes:  # the notes that warn (replayed traffic's scaling)
+        if note.startswith("warning: "):
+            click.echo(note)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
     if rec.robust is not None:

@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 from ..core.errors import CapsimError
 from ..core.vocabulary import LIMIT_STATUSES
 from .schema import APIS, open_trace
+from .tiling import Scaling, period_offsets, recording_period, tiled_rows
 
 SHIFT_RANGE_S = 12.0
 _HEX_VALUES = np.zeros(256, dtype=np.uint8)
@@ -456,9 +457,11 @@ class ReplayStream:
                  load_multiplier: float = 1.0, phase_shift_s: float = 0.0,
                  time_range_s: tuple[float, float] | None = None,
                  drop_recorded_retries: bool = True, retry_window_s: float = 60.0,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, scaling: Scaling | None = None) -> None:
         _check(speed, load_multiplier, phase_shift_s, time_range_s, retry_window_s)
         self.path = path
+        self.scaling = scaling or Scaling()
+        self._period_s: float | None = self.scaling.period_s
         self.speed, self.k, self.shift = speed, load_multiplier, phase_shift_s
         self.time_range_s = time_range_s
         self.drop_retries = drop_recorded_retries
@@ -472,8 +475,23 @@ class ReplayStream:
             self.groups = row_group_ranges(pf)
             sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
             self._first_row = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+            self.file_rows = int(pf.metadata.num_rows)
         finally:
             pf.close()
+
+    def period_s(self) -> float:
+        """The recording's period (:mod:`.tiling`): ``period_s`` when given, else from one
+        pass over the rows left after the time range and the recorded retries."""
+        if self._period_s is None:
+            first = last = None
+            rows = 0
+            for got in self._base_rows(math.inf):
+                first = int(got["t"][0]) if first is None else first
+                last = int(got["t"][-1])
+                rows += len(got["t"])
+            self.dropped_retries = 0
+            self._period_s = recording_period(first or 0, last or 0, rows, self.speed)
+        return self._period_s
 
     @property
     def names(self) -> dict[str, list[str]]:
@@ -490,7 +508,9 @@ class ReplayStream:
     def chunks(self, until_s: float = math.inf) -> Iterator[dict[str, np.ndarray]]:
         rng = copy.deepcopy(self._rng)
         self.dropped_retries = 0
-        base = self._base_rows(until_s)
+        scaling = self.scaling
+        base = (tiled_rows(self, scaling, until_s) if scaling.tiled
+                else self._base_rows(until_s))
         first = next(base, None)
         if first is None:
             self.t0_ns = 0
@@ -498,10 +518,15 @@ class ReplayStream:
         self.t0_ns = t0 = int(first["t"][0])
         n_full = math.floor(self.k)
         frac = self.k - n_full
-        offsets = [0.0] + [float(rng.uniform(0.0, SHIFT_RANGE_S)) for _ in range(1, n_full)]
-        if frac > 0 and n_full >= 1:
-            offsets.append(float(rng.uniform(0.0, SHIFT_RANGE_S)))
         n_copies = n_full + (1 if frac > 0 else 0)
+        if scaling.copies_spread == "period":
+            offsets = period_offsets(n_copies, self.period_s(),
+                                     copy.deepcopy(scaling.spread_rng))
+        else:
+            offsets = [0.0] + [float(rng.uniform(0.0, SHIFT_RANGE_S))
+                               for _ in range(1, n_full)]
+            if frac > 0 and n_full >= 1:
+                offsets.append(float(rng.uniform(0.0, SHIFT_RANGE_S)))
         thin = n_full if frac > 0 else -1
         pend: dict[str, np.ndarray] | None = None
         ptr = [0] * n_copies
@@ -513,6 +538,8 @@ class ReplayStream:
         for got in itertools.chain(pieces(), [None]):
             if got is not None:
                 got["b"] = (got["t"] - t0).astype(np.float64) / 1e9 / self.speed
+                if "tile_b" in got:  # the loop's shift (.tiling)
+                    got["b"] += got.pop("tile_b")
                 if thin >= 0:
                     got["thin"] = rng.random(len(got["t"])) < frac
                 pend = got if pend is None else {
