@@ -490,7 +490,9 @@ class ReplayStream:
                 last = int(got["t"][-1])
                 rows += len(got["t"])
             self.dropped_retries = 0
-            self._period_s = recording_period(first or 0, last or 0, rows, self.speed)
+            self._period_s = recording_period(first or 0, last or 0, rows, self.speed,
+                                              file=self.scaling.file,
+                                              field=self.scaling.field)
         return self._period_s
 
     @property

@@ -60,6 +60,8 @@ class Scaling:
     day_offset_s: float = 0.0
     spread_rng: np.random.Generator | None = None
     tile_rng: np.random.Generator | None = None
+    file: str | None = None  # where an error names the period: the scenario file
+    field: str = "replay.period_s"  # and its key path
 
     @property
     def tiled(self) -> bool:
@@ -70,12 +72,13 @@ class Scaling:
         return self.tiled or self.copies_spread == "period"
 
 
-def recording_period(first_ns: int, last_ns: int, rows: int, speed: float) -> float:
+def recording_period(first_ns: int, last_ns: int, rows: int, speed: float, *,
+                     file: str | None = None, field: str = "replay.period_s") -> float:
     """The default period (seconds of replay): the recording's length plus one mean gap."""
     if rows < 2 or last_ns <= first_ns:
         raise CapsimError("the recording has no length to loop or spread over (one row, or "
-                          "every row at one instant): expected replay.period_s in seconds",
-                          field="replay.period_s")
+                          "every row at one instant): expected period_s, the loop's length "
+                          "in seconds", file=file, field=field)
     return (last_ns - first_ns) / 1e9 / speed * rows / (rows - 1)
 
 

@@ -34,8 +34,10 @@ MAX_STACKED_COPIES = 10
 WARNING = "warning: "
 
 
-def replay_scaling(src: Source, sc: Scenario) -> Scaling | None:
-    """The stream's scaling for ``src`` (None when it uses none of the scaling keys)."""
+def replay_scaling(src: Source, sc: Scenario, index: int = 0,
+                   file: str | None = None) -> Scaling | None:
+    """The stream's scaling for ``src``, ``sources[index]`` of the scenario ``file`` (None
+    when it uses none of the scaling keys)."""
     r = src.replay
     if r.repeat == "none" and r.copies_spread == "window":
         return None
@@ -45,7 +47,8 @@ def replay_scaling(src: Source, sc: Scenario) -> Scaling | None:
         spread_rng=(stream(sc.seed, Rng.SOURCE, src.name, Rng.REPLAY, Rng.SPREAD)
                     if r.copies_spread == "period" else None),
         tile_rng=(stream(sc.seed, Rng.SOURCE, src.name, Rng.REPLAY, Rng.TILE)
-                  if r.hourly_weights is not None else None))
+                  if r.hourly_weights is not None else None),
+        file=file, field=f"sources[{index}].replay.period_s")
 
 
 def _s(x: float) -> str:

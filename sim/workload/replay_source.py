@@ -58,7 +58,7 @@ class TraceScan:
             load_multiplier=r.load_multiplier, phase_shift_s=r.phase_shift_s,
             time_range_s=r.time_range_s, drop_recorded_retries=r.drop_recorded_retries,
             rng=stream(sc.seed, Rng.SOURCE, src.name, Rng.REPLAY),
-            scaling=replay_scaling(src, sc))
+            scaling=replay_scaling(src, sc, index, loaded.path))
         rpc, streams = APIS.index("rpc"), APIS.index("streams")
         self.rpc_rows = _Counts()  # rows per raw method code, RPC rows
         self.other_rows = _Counts()  # the same, rows of other APIs but streams
