@@ -31,6 +31,10 @@ the kept rows only. Transforms, in this order:
    relative to window boundaries: the epoch time of a request at speed 1 becomes
    ``t0_ns + t_s * 1e9``, its recorded time plus the shift.
 
+:class:`ReplayStream` can also loop the recording over the run and spread the copies
+over its period instead of 12 s (:mod:`.tiling`: ``repeat``, ``copies_spread``, its
+:class:`~sim.traces.tiling.Scaling`); without one it gives exactly the rows above.
+
 The result is sorted by ``t_s`` (stable: copy order, then time order, breaks ties).
 """
 
