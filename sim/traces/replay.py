@@ -54,7 +54,14 @@ import pyarrow.compute as pc
 from ..core.errors import CapsimError
 from ..core.vocabulary import LIMIT_STATUSES
 from .schema import APIS, open_trace
-from .tiling import Scaling, period_offsets, recording_period, tiled_rows
+from .tiling import (
+    Scaling,
+    merged_copies,
+    period_offsets,
+    recording_period,
+    spread_apart,
+    tiled_rows,
+)
 
 SHIFT_RANGE_S = 12.0
 _HEX_VALUES = np.zeros(256, dtype=np.uint8)
@@ -513,18 +520,25 @@ class ReplayStream:
     # the pipeline: groups in time order -> retries dropped -> copies merged
     def chunks(self, until_s: float = math.inf) -> Iterator[dict[str, np.ndarray]]:
         rng = copy.deepcopy(self._rng)
-        self.dropped_retries = 0
         scaling = self.scaling
-        base = (tiled_rows(self, scaling, until_s) if scaling.tiled
-                else self._base_rows(until_s))
+        if scaling.uses_period:
+            self.period_s()  # its own pass first, if it needs one
+        self.dropped_retries = 0
+        n_full = math.floor(self.k)
+        frac = self.k - n_full
+        n_copies = n_full + (1 if frac > 0 else 0)
+        if spread_apart(self, n_copies):
+            offsets = period_offsets(n_copies, self.period_s(),
+                                     copy.deepcopy(scaling.spread_rng))
+            yield from merged_copies(self, until_s, offsets, n_full if frac > 0 else -1,
+                                     frac, rng)
+            return
+        base = self.copy_rows(until_s)
         first = next(base, None)
         if first is None:
             self.t0_ns = 0
             return
         self.t0_ns = t0 = int(first["t"][0])
-        n_full = math.floor(self.k)
-        frac = self.k - n_full
-        n_copies = n_full + (1 if frac > 0 else 0)
         if scaling.copies_spread == "period":
             offsets = period_offsets(n_copies, self.period_s(),
                                      copy.deepcopy(scaling.spread_rng))
@@ -582,6 +596,13 @@ class ReplayStream:
                 ptr = [p - lo for p in ptr]
             if bound >= until_s:
                 break
+
+    def copy_rows(self, until_s: float, count: bool = True
+                  ) -> Iterator[dict[str, np.ndarray]]:
+        """The rows one copy replays, before its offset: the base rows, looped when tiled."""
+        if self.scaling.tiled:
+            return tiled_rows(self, self.scaling, until_s, count)
+        return self._base_rows(until_s, count)
 
     def _rows_in_order(self, read_lo, hi) -> Iterator[dict[str, np.ndarray]]:
         """Trace rows (needed columns) in time order, stable, a merge of row groups."""
@@ -656,8 +677,10 @@ class ReplayStream:
             got = {name: arr[order] for name, arr in got.items()}
         return got
 
-    def _base_rows(self, until_s: float) -> Iterator[dict[str, np.ndarray]]:
-        """Rows left after the time range and the recorded retries, in time order."""
+    def _base_rows(self, until_s: float, count: bool = True
+                   ) -> Iterator[dict[str, np.ndarray]]:
+        """Rows left after the time range and the recorded retries, in time order
+        (``count``: add the retries dropped to :attr:`dropped_retries`)."""
         start_ns = min((g[1] for g in self.groups), default=None)
         lo = hi = None
         if start_ns is not None and self.time_range_s is not None:
@@ -689,7 +712,8 @@ class ReplayStream:
                         both["sig"][idx], both["has_hash"][idx], both["throttled"][idx],
                         self.window_ns)
                     retry = retry[n_carry:] & keep
-                    self.dropped_retries += int(retry.sum())
+                    if count:
+                        self.dropped_retries += int(retry.sum())
                     keep &= ~retry
                 # the rows that can still mark a later row (refused, within the window of
                 # the last time; without a body hash, only the last row of its group)

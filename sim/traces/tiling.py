@@ -97,14 +97,16 @@ def tile_keep(weights: tuple[float, ...] | None, starts: float, day_offset_s: fl
     return float(rng.uniform()) < weights[hour] / max(weights)
 
 
-def tiled_rows(stream, scaling: Scaling, until_s: float) -> Iterator[dict[str, np.ndarray]]:
+def tiled_rows(stream, scaling: Scaling, until_s: float, count: bool = True
+               ) -> Iterator[dict[str, np.ndarray]]:
     """The stream's base rows looped over the run: each piece of loop j carries
-    ``tile_b`` = ``j * P`` per row (seconds added to its replay time)."""
+    ``tile_b`` = ``j * P`` per row (seconds added to its replay time). ``count``: this
+    pass counts the recorded retries dropped (once, not per loop)."""
     period = stream.period_s()
     end = min(until_s, scaling.until_s)
     held = None
     if stream.file_rows <= HOLD_ROWS:
-        held = list(stream._base_rows(math.inf))
+        held = list(stream._base_rows(math.inf, count))
     tile_rng = copy.deepcopy(scaling.tile_rng)
     counted: list[int] = []  # recorded retries are the recording's: counted once, not per loop
     try:
@@ -117,13 +119,88 @@ def tiled_rows(stream, scaling: Scaling, until_s: float) -> Iterator[dict[str, n
             if not tile_keep(scaling.hourly_weights, offset + stream.shift,
                              scaling.day_offset_s, tile_rng):
                 continue
-            pieces = held if held is not None else stream._base_rows(until_s - offset)
+            pieces = (held if held is not None
+                      else stream._base_rows(until_s - offset, count))
             for got in pieces:
                 out = dict(got)
                 out["tile_b"] = np.full(len(got["t"]), offset)
                 yield out
-            if not counted:
+            if count and not counted:
                 counted.append(stream.dropped_retries)
     finally:
         if counted:
             stream.dropped_retries = counted[0]
+
+
+def spread_apart(stream, n_copies: int) -> bool:
+    """Whether the copies, spread over the period, are read as passes of their own: a
+    recording of more than :data:`HOLD_ROWS` rows, whose period the one-pass merge of
+    the copies would hold whole."""
+    return (stream.scaling.copies_spread == "period" and n_copies > 1
+            and stream.file_rows > HOLD_ROWS)
+
+
+def merged_copies(stream, until_s: float, offsets: list[float], thin: int, frac: float,
+                  rng: np.random.Generator) -> Iterator[dict[str, np.ndarray]]:
+    """The stream's pieces (as :meth:`~sim.traces.replay.ReplayStream.chunks` gives them)
+    with every copy read by a pass of its own and the passes merged by time: memory of a
+    piece per copy, not of the period between the first copy and the last. The rows, their
+    order (time, then copy) and the thinned copy's draws (one per row of its pass, in order)
+    are those of the one-pass merge."""
+    from .replay import _BASE
+
+    n = len(offsets)
+    passes = [stream.copy_rows(until_s - offsets[c], count=c == 0) for c in range(n)]
+    t0: list[int] = []
+
+    def pull(c: int) -> dict[str, np.ndarray] | None:
+        for got in passes[c]:
+            if not t0:
+                t0.append(int(got["t"][0]))
+            b = (got["t"] - t0[0]).astype(np.float64) / 1e9 / stream.speed
+            if "tile_b" in got:
+                b += got["tile_b"]
+            rows = np.arange(len(b))
+            if c == thin:
+                rows = rows[rng.random(len(b)) < frac]
+            if len(rows):
+                out = {"t_s": (b[rows] + offsets[c]) + stream.shift,
+                       "copy": np.full(len(rows), c, dtype=np.int16)}
+                out.update({name: got[name][rows] for name in _BASE[1:]})
+                return out
+        return None
+
+    held: list[dict[str, np.ndarray] | None] = []
+    for c in range(n):  # copy 0 first: its first row is the origin
+        held.append(pull(c))
+    stream.t0_ns = t0[0] if t0 else 0
+    done = [h is None for h in held]
+    while True:
+        for c in range(n):  # a copy whose rows all wait for the bound reads on
+            h = held[c]
+            while not done[c] and (h is None or h["t_s"][0] >= h["t_s"][-1]):
+                more = pull(c)
+                if more is None:
+                    done[c] = True
+                    break
+                h = more if h is None else {k: np.concatenate((h[k], more[k])) for k in h}
+            held[c] = h
+        live = [c for c in range(n) if held[c] is not None]
+        if not live:
+            return
+        bound = min((float(held[c]["t_s"][-1]) for c in live if not done[c]), default=math.inf)
+        parts = []
+        for c in live:
+            h = held[c]
+            e = int(np.searchsorted(h["t_s"], bound, side="left"))
+            if e:
+                parts.append({k: v[:e] for k, v in h.items()})
+                held[c] = {k: v[e:] for k, v in h.items()} if e < len(h["t_s"]) else None
+        if parts:
+            out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+            if len(parts) > 1:
+                order = np.argsort(out["t_s"], kind="stable")
+                out = {k: v[order] for k, v in out.items()}
+            yield out
+        if bound >= until_s:
+            return

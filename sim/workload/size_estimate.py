@@ -17,8 +17,10 @@ parent and in each worker; :class:`~sim.traces.replay.ReplayStream`).
   overlap (one group for a trace in time order; the Parquet statistics), times the
   copies of ``load_multiplier``, not its whole length; ``repeat = "tile"`` multiplies
   the requests by the loops that start in the run (from the file's first and last times,
-  no hourly thinning: an upper bound), and a recording held for every loop, or whose
-  copies spread over its period, is counted whole in memory (:func:`_trace_rows`);
+  no hourly thinning: an upper bound), and a recording of at most
+  :data:`~sim.traces.tiling.HOLD_ROWS` rows held for every loop, or whose copies spread
+  over its period, is counted whole in memory (a longer one is read by a pass per loop
+  and per copy, a row group each: :func:`_trace_rows`);
 * ``[[streams]]``: handshakes (one per connection, plus one per session, drop and
   scheduled blip) and the deliveries of the published events to each connection;
 * requests queued for an HTTP/2 stream (:func:`_queued`): a client's pool to one
@@ -272,8 +274,8 @@ def _trace_rows(loaded: LoadedScenario, src: Source, index: int) -> tuple[float,
     ``load_multiplier``, times the loops of ``repeat = "tile"``; held, the rows of the
     largest set of row groups that overlap in time (what
     :class:`~sim.traces.replay.ReplayStream` reads together) times the copies, plus the
-    whole recording when it is held for every loop or when copies spread over its period
-    (the merge then keeps up to a period of rows)."""
+    whole recording when a short one is held for every loop or its copies spread over
+    its period (the one-pass merge then keeps up to a period of rows)."""
     import pyarrow.parquet as pq
 
     from ..traces.replay import max_overlap_rows, row_group_ranges
@@ -295,9 +297,9 @@ def _trace_rows(loaded: LoadedScenario, src: Source, index: int) -> tuple[float,
     requests, held = rows * k, held * copies
     if r.repeat == "tile" and rows:
         requests *= _loops(loaded, src, index, groups, rows)
-    if rows and ((r.repeat == "tile" and rows <= HOLD_ROWS)
-                 or (r.copies_spread == "period" and copies > 1)):
-        held += rows
+    if 0 < rows <= HOLD_ROWS and (r.repeat == "tile" or (r.copies_spread == "period"
+                                                          and copies > 1)):
+        held += rows  # held for every loop, or a period of it kept by the copies' merge
     return requests, held
 
 

@@ -184,3 +184,52 @@ def test_recorded_retries_are_counted_once_not_per_loop(tmp_path, monkeypatch):
     period = 9.0 * 2 / 1  # two rows left (0 s and 9 s): 9 s plus one gap of 9 s
     assert len(t) == 2 * math.ceil(100 / period)
     assert stream.dropped_retries == 1
+
+
+def _random_trace(tmp_path, n=600, seed=3):
+    rng = np.random.default_rng(seed)
+    t = np.round(np.sort(rng.uniform(0, 240, n)), 1)  # ties: copy order, then file order
+    rows = [{"t": float(x), "status": 434 if rng.random() < 0.05 else 200,
+             "method": str(rng.choice(["svc_call", "svc_pendingBlock"])),
+             "body_hash": f"{int(rng.integers(0, 40)):016x}"} for x in t]
+    return write_trace(tmp_path / "big.parquet", rows, chunk_rows=97)
+
+
+@pytest.mark.parametrize("case", [
+    {"load_multiplier": 3.0},
+    {"load_multiplier": 2.5, "phase_shift_s": 2.0},
+    {"load_multiplier": 4.3, "speed": 3.0, "repeat": "tile", "until": 1500.0},
+    {"load_multiplier": 2.0, "time_range_s": (30.0, 200.0), "repeat": "tile",
+     "until": 900.0, "period_s": 170.0},
+    {"load_multiplier": 1.7, "until": 700.0},
+])
+def test_copies_read_by_passes_of_their_own_give_the_one_pass_rows(tmp_path, monkeypatch,
+                                                                   case):
+    """A long recording's copies spread over its period are read a pass per copy (memory
+    of a piece per copy, not of a period): the same rows, order, draws and retries."""
+    case = dict(case)
+    until = case.pop("until", math.inf)
+    scaling = {"repeat": case.pop("repeat", "none"), "period_s": case.pop("period_s", None)}
+    path = _random_trace(tmp_path)
+
+    def streamed():
+        stream = ReplayStream(path, rng=np.random.default_rng(8), scaling=Scaling(
+            copies_spread="period", spread_rng=np.random.default_rng(4), until_s=until,
+            **scaling), **case)
+        chunks = list(stream.chunks(until))
+        cols = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+        return cols, stream.dropped_retries, stream.t0_ns
+
+    one_pass, retries, t0 = streamed()
+    monkeypatch.setattr(tiling, "HOLD_ROWS", 10)
+    apart, retries_apart, t0_apart = streamed()
+    if until < math.inf:  # past the end, either may hand out more rows than the other
+        keep = one_pass["t_s"] < until
+        one_pass = {k: v[keep] for k, v in one_pass.items()}
+        keep = apart["t_s"] < until
+        apart = {k: v[keep] for k, v in apart.items()}
+    assert set(apart) == set(one_pass)
+    for k in one_pass:
+        np.testing.assert_array_equal(apart[k], one_pass[k], err_msg=k)
+    assert retries_apart == retries > 0 and t0_apart == t0
+    assert len(np.unique(one_pass["copy"])) == math.ceil(case["load_multiplier"])
