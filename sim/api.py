@@ -41,7 +41,8 @@ class RunResult(RunOutput):
 def run(scenario: str | Path | LoadedScenario | None = None, *,
         tiers: Iterable[str] | None = None, seed: int | None = None,
         overrides: Iterable[str] | None = None, jobs: int = 1,
-        progress: Progress | None = None, records: str = "attempts") -> RunResult:
+        progress: Progress | None = None, records: str = "attempts", replications: int = 1,
+        replication_progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Simulate ``scenario`` against its tiers (or ``tiers``, by name) and return the results.
 
     ``scenario`` is a TOML path, None for the built-in default, or a
@@ -53,7 +54,21 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
     ``"none"``. Attempt rows are spooled to disk as the run goes either way, and
     ``result.attempts`` reads them back whole. A user's mistake raises
     :class:`~sim.core.errors.CapsimError`.
+
+    ``replications`` (1 to 1,000) > 1 also runs the scenario at the seeds of
+    replications 1 .. N-1 (those of ``capsim sweep``) and adds
+    ``summary.replications`` (:mod:`sim.results.replications`): per tier, the share of
+    replications meeting the SLO and intervals of the main figures, and how often the
+    recommendation held. Everything else (the summary's tiers and recommendation, the
+    tables) is replication 0's, the plain run; ``jobs`` also spreads the replications'
+    tiers over worker processes (same results); ``replication_progress(done, total)``
+    is called as replications finish.
     """
+    from .runner.replications import check_replications, with_replications
+
+    check_replications(replications)
     loaded = load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
     out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records)
+    out = with_replications(out, loaded, replications, jobs=jobs,
+                            progress=replication_progress)
     return RunResult(**{f.name: getattr(out, f.name) for f in fields(out)})

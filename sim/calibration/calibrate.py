@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -26,6 +27,7 @@ import pandas as pd
 from ..config.pricing import Pricing
 from ..config.scenario import LimiterSettings
 from ..config.tiers import Tier
+from ..core.errors import CapsimError
 from ..core.vocabulary import WINDOW_S
 from .costs import CAP_PREFIX, PER_GAS, CostModel, build_cost_model
 from .exact import ExactFit, fit_exact
@@ -40,6 +42,16 @@ FITS = ("phase", "cu", "decisions")
 the joint identification on decisions."""
 
 CONTRADICTION = "throttled with no admitted billed request in the 12 s before it"
+
+POOR_FIT_BELOW = 0.99
+"""Agreement after the fit below which the verdict is ``poor fit``: the fitted prices,
+phase and refund rule still mispredict more than 1 attempt in 100, which a right tier
+and a clean trace do not (noisy logs leave a few rows out, not a tenth of them); a
+wrong ``--tier`` does (the shipped sample against ``RPC`` instead of ``All 3 APIs``:
+65.5 % after)."""
+
+POOR_FIT_HINT = ("check --tier (the account's tier when the trace was recorded), that the "
+                 "trace is one account's traffic, and the limiter settings")
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,23 @@ class Calibration:
         return self.model.to_pricing_table(self.theta)
 
 
+def _require_compared_rows(rec: Recorded, trace) -> None:
+    """A :class:`CapsimError` when no row of the trace can be compared: no agreement can
+    be measured and no price fitted, so nothing is written (not "nan %" and the given
+    prices presented as a calibration)."""
+    if rec.compared.any():
+        return
+    reasons = Counter(str(r) for r in rec.unusable)
+    why = "; ".join(f"{n:,} {'row' if n == 1 else 'rows'}: {r}" for r, n in
+                    sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    raise CapsimError(
+        "no attempt has a status the CU window decided (200 or 101, 434, -32005, 402, "
+        "435), so there is nothing to compare or fit" + (f" ({why})" if why else
+                                                          " (the trace has no rows)")
+        + "; expected a trace whose status column records the service's answers",
+        file=None if isinstance(trace, pd.DataFrame) else str(trace), field="status")
+
+
 def _contradicting(rec: Recorded, model: CostModel) -> np.ndarray:
     """Observed throttles with no observed-admitted billed request in the 12 s before."""
     billed = (model.R != 0).any(axis=1) if model.names else np.zeros(len(rec), bool)
@@ -175,6 +204,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     ``tier`` (module doc)."""
     settings = limiter_settings or LimiterSettings()
     rec = load_recorded(trace)
+    _require_compared_rows(rec, trace)
     if "cu" not in fit:  # decisions alone: the bill is not read, not even as settlements
         rec = replace(rec, cu=np.full(len(rec), np.nan))
     model = build_cost_model(rec, pricing)
@@ -299,6 +329,11 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
     after = predict_recorded(rec, model, theta, tier, pricing, settings)
+    if verdict in ("fitted", "bounded", "not identified") and after.agreement < POOR_FIT_BELOW:
+        verdict = "poor fit"
+        notes.append(f"agreement after the fit is {100 * after.agreement:.2f} %, below "
+                     f"{100 * POOR_FIT_BELOW:g} %: these prices do not explain the recorded "
+                     f"decisions; {POOR_FIT_HINT}")
     phase_iv = None
     if ident is not None and "phase" in fit and thr_total:
         phase_iv = Interval(ident.phase_low, ident.phase_high, after.agreed, False, False)

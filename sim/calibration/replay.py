@@ -98,7 +98,12 @@ class Prediction:
         return self.agreed / n if n else math.nan
 
     def per_window(self) -> pd.DataFrame:
-        """Observed and predicted throttles per window (windows with any attempt)."""
+        """Observed and predicted throttles per window, in time order: each window with
+        any attempt, and after each one that the next such window does not follow at
+        once, one idle window of zeros, standing for the whole gap up to the next row
+        (a step plot draws the gap at zero). Rows grow with the attempts, never with the
+        time the trace spans: two rows ten years apart give three windows, not 26
+        million."""
         frame = pd.DataFrame({
             "window_start_s": self.window_start_s,
             "observed_throttles": (self.observed == "throttled") & self.compared,
@@ -106,11 +111,11 @@ class Prediction:
             "attempts": self.compared})
         frame = frame[~np.isnan(frame["window_start_s"])]
         sums = frame.groupby("window_start_s").sum()
-        if len(sums):  # every window from the first to the last, idle ones as zeros
-            first = sums.index.min()
-            k = np.round((sums.index.max() - first) / WINDOW_S).astype(int)
-            sums = sums.reindex(first + WINDOW_S * np.arange(k + 1), method="nearest",
-                                tolerance=1e-6, fill_value=0)
+        if len(sums) > 1:
+            starts = sums.index.to_numpy()
+            gap = np.round(np.diff(starts) / WINDOW_S) > 1
+            idle = pd.DataFrame(0, index=starts[:-1][gap] + WINDOW_S, columns=sums.columns)
+            sums = pd.concat([sums, idle]).sort_index()
         return sums.reset_index(names="window_start_s").astype(
             {"observed_throttles": int, "predicted_throttles": int, "attempts": int})
 

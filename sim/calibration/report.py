@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 from ..core.version import __version__  # noqa: E402
 from ..core.vocabulary import WINDOW_S  # noqa: E402
 from ..report import html  # noqa: E402
+from ..report.folder import ReportFolder  # noqa: E402
 from ..report.writer import write_folder  # noqa: E402
 from .calibrate import Calibration  # noqa: E402
 from .recorded import CLASSES  # noqa: E402
@@ -87,6 +88,9 @@ def pricing_toml(cal: Calibration) -> str:
            f"{_pct(cal.before.agreement)} before, {_pct(cal.after.agreement)} after.",
            "# Prices the data only bound or do not identify keep their given value; see",
            "# report.md. Paste under your scenario (keys deep-merge over the defaults).", ""]
+    if cal.verdict == "poor fit":  # only then: other calibrations' files stay as they were
+        out[-1:] = ["# POOR FIT: these prices do not explain the recorded decisions; see the",
+                    "# verdict in report.md before using them.", ""]
     if cal.settings_after.alignment == "utc":
         out += ["[limiter]", 'alignment = "utc"',
                 f"phase_s = {cal.settings_after.phase_s:.3f}"]
@@ -240,8 +244,10 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
     return "\n".join(lines)
 
 
-def write_calibration(cal: Calibration, out_dir: str | Path, trace_name: str) -> Path:
-    """Write the calibration folder (replaced whole, atomically)."""
+def write_calibration(cal: Calibration, out_dir: str | Path, trace_name: str,
+                      folder: ReportFolder | None = None) -> Path:
+    """Write the calibration folder (replaced whole, atomically); ``folder``: the
+    destination claimed and locked for the whole command (else it is claimed here)."""
     doc = to_dict(cal, trace_name)
 
     def fill(folder: Path) -> None:
@@ -255,4 +261,4 @@ def write_calibration(cal: Calibration, out_dir: str | Path, trace_name: str) ->
         (folder / "report.md").write_text(md, encoding="utf-8")
         (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
 
-    return write_folder(out_dir, fill, "calibration")
+    return write_folder(out_dir, fill, "calibration", folder)

@@ -56,17 +56,26 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     the tier, set each attempt's predicted outcome beside the observed one, estimate the
     window phase and fit the prices; write the calibration folder."""
     from ..calibration import FITS, calibrate
+    from ..calibration.calibrate import POOR_FIT_BELOW, POOR_FIT_HINT
     from ..calibration.report import write_calibration
     from ..report.folder import ReportFolder
+    from ..traces.schema import open_trace
 
-    ReportFolder(out_dir, "calibration").check()  # before the work, not after
+    ReportFolder(out_dir, "calibration").check()  # a folder not ours: refused first
     tier = find_tier(tier_name)
     pricing = _pricing(pricing_file)
-    cal = calibrate(trace, tier, pricing, fit=fits or FITS)
-    out = write_calibration(cal, out_dir, Path(trace).name)
+    open_trace(trace).close()  # a wrong TRACE is refused before anything is created
+    # Claimed and locked before the work, not at write time: a second calibration into
+    # the same folder stops at once instead of running to the end and replacing this one.
+    with ReportFolder(out_dir, "calibration") as folder:
+        cal = calibrate(trace, tier, pricing, fit=fits or FITS)
+        out = write_calibration(cal, out_dir, Path(trace).name, folder)
     click.echo(f"agreement {100 * cal.before.agreement:.2f} % before, "
                f"{100 * cal.after.agreement:.2f} % after ({cal.after.n_compared:,} attempts "
                f"compared); verdict: {cal.verdict}")
+    if cal.verdict == "poor fit":
+        click.echo(f"  poor fit: agreement after below {100 * POOR_FIT_BELOW:g} %; "
+                   f"{POOR_FIT_HINT}")
     if cal.phase_interval is not None:
         iv = cal.phase_interval
         click.echo(f"  window phase {cal.settings_after.phase_s:.3f} s (fits "

@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from .options import force_option, set_option
+from ..core.limits import MAX_TIME_SCALE
+from .options import FiniteFloatRange, force_option, set_option
 
 
 def _loaded(scenario, overrides):
@@ -20,7 +21,8 @@ _set_option = set_option()
 
 
 def _time_scale(f):
-    return click.option("--time-scale", type=click.FloatRange(min=0, min_open=True),
+    return click.option("--time-scale", type=FiniteFloatRange(min=0, min_open=True,
+                                                              max=MAX_TIME_SCALE),
                         default=None, metavar="X",
                         help="Service seconds per wall second (default 1; e.g. 10 lives a "
                              "minute of service time in 6 s).")(f)

@@ -117,10 +117,12 @@ def main() -> None:
     """
 
 
-def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1):
+def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1,
+                replications: int = 1):
     from ..workload.size_estimate import check
 
-    size, warnings = check(loaded, max_requests=max_requests, jobs=jobs)
+    size, warnings = check(loaded, max_requests=max_requests, jobs=jobs,
+                           replications=replications)
     for w in warnings:
         click.echo(f"capsim: warning: {w}", err=True)
     return size
@@ -150,17 +152,26 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
                    "windows.parquet), windows (windows.parquet only) or none.")
 @click.option("--robust", is_flag=True,
               help="Also simulate every tier at the least and the most costly prices of "
-                   "the prices' ranges ([price_ranges], a calibration's intervals, else the "
-                   "documented defaults) and each price alone across its range; the "
-                   "report gets a 'How sure' section.")
+                   "the ranges of every price the traffic pays (method prices, sizing, "
+                   "websocket, each tier's daily allowance; monthly prices re-rank) "
+                   "([price_ranges], a calibration's intervals, else the documented "
+                   "defaults) and each price alone across its range; robust only when "
+                   "every price paid was varied and none changes the answer. The report "
+                   "gets a 'How sure' section.")
 @click.option("--calibration", type=click.Path(), metavar="DIR",
               help="Take prices, window phase, refund rule and price ranges from a "
                    "calibration folder (capsim calibrate) or its calibration.json; "
                    "implies --robust. --set still wins.")
+@click.option("--replications", type=int, default=1, show_default=True, metavar="N",
+              help="Also run N-1 more replications (1 to 100; the seeds of capsim "
+                   "sweep's replications, every tier on the same demand within each): "
+                   "per tier, the share meeting the SLO and 95 % intervals, and how "
+                   "often the recommendation held. The recommendation, tables and "
+                   "records stay replication 0's, the plain run's.")
 @set_option()
 @size_options
 def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
-        calibration, overrides, max_requests):
+        calibration, replications, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
@@ -170,8 +181,14 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     """
     from ..api import run as run_scenario
     from ..report.folder import ReportFolder
-    from ..report.markdown import tier_table
+    from ..report.how_sure import verdict_line
+    from ..report.markdown import margin_sentence, tier_table
+    from ..report.replications import stdout_lines
     from ..report.writer import write_report
+    from ..results.decided import assumption_line, verdict_notes
+    from ..runner.replications import check_replications
+
+    check_replications(replications)
 
     cal = None
     if calibration:
@@ -181,7 +198,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
         overrides = (*cal.overrides, *overrides)
         robust = True
     loaded = _load(scenario, overrides, seed, tiers)
-    _check_size(loaded, max_requests, jobs)
+    _check_size(loaded, max_requests, jobs, replications)
     sc = loaded.scenario
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
@@ -189,7 +206,9 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     # Claimed and locked before simulating: a folder that is not a report, or one another
     # run is writing, fails now rather than after the run.
     with ReportFolder(out_dir) as claimed:
-        result = run_scenario(loaded, jobs=jobs, progress=progress, records=records)
+        result = run_scenario(loaded, jobs=jobs, progress=progress, records=records,
+                              replications=replications,
+                              replication_progress=None if quiet else _replication_progress)
         if not quiet:
             click.echo("", err=True)
         if robust:
@@ -208,15 +227,23 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     click.echo("")
     for row in tier_table(result.summary.tiers):
         click.echo(row)
+    for note in verdict_notes(result.summary.tiers):
+        click.echo(note)
     for note in result.summary.notes:  # the notes that warn (replayed traffic's scaling)
         if note.startswith("warning: "):
             click.echo(note)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
+    if (assumed := assumption_line(result.summary)) is not None:
+        click.echo(assumed)
+    if rec.tier is not None:
+        click.echo(f"margin: {margin_sentence(result.summary.tier(rec.tier))}")
+    for line in stdout_lines(result.summary):
+        click.echo(line)
     if rec.robust is not None:
         click.echo(f"at the least costly prices: {rec.at_low_prices or 'none'}; at the most "
                    f"costly: {rec.at_high_prices or 'none'}: "
-                   + ("robust" if rec.robust else "NOT robust (see 'How sure' in the report)"))
+                   + verdict_line(rec))
     if headroom is not None:
         click.echo(headroom)
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
@@ -225,18 +252,24 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
 def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool):
     """``summary`` with the recommendation across the prices' ranges (--robust)."""
     from ..config.price_ranges import effective_ranges
-    from ..config.pricing import flatten
+    from ..config.used_prices import prices_used_by, set_by_scenario
     from ..jobs.robust import evaluate, with_robustness
 
-    ranges = effective_ranges(loaded.pricing, set(flatten(loaded.pricing_overrides)),
-                              loaded.price_ranges, None if cal is None else cal.ranges)
+    ranges = effective_ranges(loaded.pricing, set_by_scenario(loaded), loaded.price_ranges,
+                              None if cal is None else cal.ranges)
 
     def progress(what: str) -> None:
         if not quiet:
             click.echo(f"robust: {what}", err=True)
 
-    rob = evaluate(loaded, ranges, summary.recommended.tier, jobs=jobs, progress=progress)
+    rob = evaluate(loaded, summary, ranges, prices_used_by(summary, loaded), jobs=jobs,
+                   progress=progress)
     return with_robustness(summary, rob)
+
+
+def _replication_progress(done: int, total: int) -> None:
+    if done > 1:
+        click.echo(f"replication {done}/{total} done", err=True)
 
 
 def _progress(loaded: LoadedScenario):

@@ -22,14 +22,28 @@ Light on purpose (click only): ``capsim --help`` imports this module.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
 
 from ..core.errors import USAGE_EXIT_CODE, CapsimError
+from ..core.limits import JOBS_PER_CPU, MIN_MAX_JOBS, max_jobs
 
 PREFIX = "capsim: error: "
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A click ``FloatRange`` that also refuses ``nan`` and ``inf`` (``FloatRange``
+    lets ``nan`` through every bound: each comparison with it is false)."""
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; expected {self._describe_range()}",
+                      param, ctx)
+        return super().convert(number, param, ctx)
 
 
 def set_option(help_text: str = "Override a scenario value, e.g. --set duration=600 "
@@ -47,10 +61,23 @@ def tier_option(what: str = "Simulate only this tier",
                         help=f"{what} (repeatable); default: {default}.")
 
 
+def bounded_processes(ctx, param, value: int | None) -> int | None:
+    """A click callback: a count of worker processes (``--jobs``, ``--dask-local``)
+    within :func:`~sim.core.limits.max_jobs` (a typo must not start a thousand)."""
+    if value is not None and value > max_jobs():
+        raise CapsimError(f"{value} worker processes asked for; expected at most "
+                          f"{max_jobs()} ({JOBS_PER_CPU} per CPU of this machine, at least "
+                          f"{MIN_MAX_JOBS}): more workers than CPUs only share them, each "
+                          "with its own memory", field=param.opts[0])
+    return value
+
+
 def jobs_option(what: str = "Tiers simulated in parallel worker processes.") -> Callable:
-    """``--jobs N`` (default 1)."""
+    """``--jobs N`` (default 1; at most :func:`~sim.core.limits.max_jobs`)."""
     return click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-                        help=what)
+                        callback=bounded_processes,
+                        help=f"{what} At most {JOBS_PER_CPU} per CPU (at least "
+                             f"{MIN_MAX_JOBS}).")
 
 
 def size_options(f):

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import CapsimError
+from ..core.limits import MAX_REPLICATIONS
 from ..core.outputs import claim_output, write_text_output
 from .options import force_option, jobs_option, set_option, tier_option
 
@@ -59,7 +60,7 @@ def baseline():
 @baseline.command("save")
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @tier_option("Baseline only this tier")
-@click.option("--replications", type=click.IntRange(1, 100), default=None,
+@click.option("--replications", type=click.IntRange(1, MAX_REPLICATIONS), default=None,
               help="Replications (default: the scenario's [check] replications, else 1).")
 @click.option("--out", type=click.Path(dir_okay=False), metavar="FILE",
               help="Baseline file (default: reports/baselines/<scenario name>.json).")
@@ -85,7 +86,7 @@ def save(scenario, tiers, replications, out, overrides, jobs, force):
 
 @baseline.command("update")
 @click.argument("targets", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--replications", type=click.IntRange(1, 100), default=None,
+@click.option("--replications", type=click.IntRange(1, MAX_REPLICATIONS), default=None,
               help="Replications (default: as recorded in each baseline).")
 @jobs_option()
 def update(targets, replications, jobs):
@@ -207,7 +208,7 @@ def _cli_tolerances(items) -> dict[str, float]:
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Baseline (default: reports/baselines/<scenario name>.json).")
-@click.option("--replications", type=click.IntRange(1, 100), default=None,
+@click.option("--replications", type=click.IntRange(1, MAX_REPLICATIONS), default=None,
               help="Replications (default: as many as the baseline's).")
 @set_option("Override a scenario value (value parsed as TOML) on top of the baseline's "
             "recorded ones (a what-if).")

@@ -9,13 +9,16 @@ from pathlib import Path
 
 import click
 
-from .options import jobs_option, set_option, tier_option
+from ..core.limits import MAX_LOAD_MULTIPLE, MAX_REPLICATIONS, MIN_RELATIVE_TOLERANCE
+from .options import FiniteFloatRange, bounded_processes, jobs_option, set_option, tier_option
 
 
 def executor_options(f):
     """--jobs / --dask-scheduler / --dask-local (at most one)."""
     f = click.option("--dask-local", type=click.IntRange(min=1), metavar="N",
-                     help="Start a local Dask cluster of N worker processes for this job.")(f)
+                     callback=bounded_processes,
+                     help="Start a local Dask cluster of N worker processes for this job "
+                          "(bounded as --jobs).")(f)
     f = click.option("--dask-scheduler", metavar="ADDRESS",
                      help="Run on an existing Dask cluster, e.g. tcp://host:8786 "
                           "(workers need capsim installed: pip install 'capsim[dask]').")(f)
@@ -71,7 +74,8 @@ def _clock(seconds: float) -> str:
 @click.option("--vary", multiple=True, metavar="KEY.PATH=V1,V2,...",
               help="Values of a scenario key (any --set path); several --vary give the "
                    "full factorial.")
-@click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--replications", type=click.IntRange(1, MAX_REPLICATIONS), default=1,
+              show_default=True,
               help="Independent replications per point (seeds derived from the scenario's).")
 @tier_option()
 @click.option("--out", type=click.Path(file_okay=False), metavar="DIR",
@@ -122,20 +126,26 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
 @click.command()
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @tier_option("Only this tier")
-@click.option("--replications", type=click.IntRange(min=1), default=1, show_default=True,
-              help="A load meets the SLO only if every replication does.")
-@click.option("--max-load", type=click.FloatRange(min=1, min_open=True), default=100.0,
-              show_default=True, help="Stop searching upwards at this multiple of today's load.")
-@click.option("--tolerance", type=click.FloatRange(min=0, min_open=True), default=0.02,
-              show_default=True, help="Relative precision of the answer.")
+@click.option("--replications", type=click.IntRange(1, MAX_REPLICATIONS), default=1,
+              show_default=True, help="A load meets the SLO only if every replication does.")
+@click.option("--max-load", type=FiniteFloatRange(min=1, min_open=True, max=MAX_LOAD_MULTIPLE),
+              default=100.0, show_default=True,
+              help="Stop searching upwards at this multiple of today's load.")
+@click.option("--tolerance", type=FiniteFloatRange(min=MIN_RELATIVE_TOLERANCE, max=1),
+              default=0.02, show_default=True,
+              help="Relative precision of the answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout (for scripts).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress (on a terminal, one line per load evaluated on stderr).")
 @executor_options
 @_set_option
-def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
+def headroom(scenario, tiers, replications, max_load, tolerance, as_json, quiet, jobs,
              dask_scheduler, dask_local, calibration, overrides):
     """For each tier, the largest multiple of SCENARIO's load that still meets its SLO,
     and what breaks first beyond it (bisection on a log scale).
 
+    Names the cause of a broken failure rate (e.g. 402: the API is not in this tier's
+    selection). On a terminal, a line per load evaluated goes to stderr (-q: none).
     SCENARIO defaults to the built-in one, as for capsim run."""
     from ..api import load_scenario
     from ..jobs.executors import make_executor
@@ -151,7 +161,9 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, jobs,
         found = find_headroom(scenario, tiers=list(tiers),
                               overrides=calibrated,
                               replications=replications, max_load=max_load,
-                              tolerance=tolerance, executor=executor)
+                              tolerance=tolerance, executor=executor,
+                              progress=None if quiet or not sys.stderr.isatty()
+                              else lambda line: click.echo(line, err=True))
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2, allow_nan=False))
         return

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from ..core.limits import MAX_REPLICATIONS
 from ..results.catalogue import METRIC_NAMES
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictInt
 
@@ -31,5 +32,5 @@ Tolerances = create_model(
 class CheckSettings(_Strict):
     """How ``capsim check`` judges this scenario (tolerances, default replications)."""
 
-    replications: StrictInt | None = Field(default=None, ge=1, le=100)
+    replications: StrictInt | None = Field(default=None, ge=1, le=MAX_REPLICATIONS)
     tolerance: Tolerances = Field(default_factory=Tolerances)  # type: ignore[valid-type]

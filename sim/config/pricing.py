@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,12 @@ from .strict_types import STRICT_CONFIG, FiniteFloat
 from .tiers import Tier
 
 _STRICT = STRICT_CONFIG
+DEFAULT_METHOD_KEY = "rpc.default_method_cu"
+"""The price of every RPC method ``[pricing.rpc.method_cu]`` does not list."""
+
+Cost = Annotated[FiniteFloat, Field(ge=0)]
+"""A price, a gas amount or a CU count: finite and never negative (a negative price
+would "refund" CU on every call and make any tier meet any SLO)."""
 
 
 class RpcPricing(BaseModel):
@@ -24,11 +30,16 @@ class RpcPricing(BaseModel):
 
     model_config = _STRICT
     default_method_cu: FiniteFloat = Field(ge=0)
-    method_cu: dict[str, FiniteFloat]
+    method_cu: dict[str, Cost]
 
     def cost(self, method: str) -> float:
         """CU reserved (and settled) by one call of ``method``."""
         return self.method_cu.get(method, self.default_method_cu)
+
+    def cost_key(self, method: str) -> str:
+        """The dotted pricing key :meth:`cost` reads for ``method``: its own
+        ``rpc.method_cu.<method>``, else ``rpc.default_method_cu``."""
+        return f"rpc.method_cu.{method}" if method in self.method_cu else DEFAULT_METHOD_KEY
 
 
 class SizingPricing(BaseModel):
@@ -37,7 +48,7 @@ class SizingPricing(BaseModel):
     model_config = _STRICT
     item_base_cu: FiniteFloat = Field(ge=0)
     cu_per_gas: FiniteFloat = Field(ge=0)
-    profile_gas_cap: dict[str, FiniteFloat]
+    profile_gas_cap: dict[str, Cost]
 
     def item_reserve(self, profile: str) -> float:
         """CU one item of ``profile`` reserves: base + cap x price."""
@@ -53,7 +64,7 @@ class WebsocketPricing(BaseModel):
 
     model_config = _STRICT
     connect_cu: FiniteFloat = Field(ge=0)
-    publish_cu: dict[str, FiniteFloat]
+    publish_cu: dict[str, Cost]
 
 
 class TierPricing(BaseModel):

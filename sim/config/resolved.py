@@ -66,16 +66,28 @@ def _resolve(raw: dict[str, Any], where: Where) -> LoadedScenario:
                               "or a [pricing.sizing.profile_gas_cap] entry", file=label,
                               field="sources[].sizing.profiles")
     catalog = tier_catalog(scenario)
+    for i, custom in enumerate(catalog[len(CATALOG):]):
+        j = next(j for j, t in enumerate(catalog) if t.slug == custom.slug)
+        if catalog[j] is not custom:  # two tiers one name picks: results that collide
+            other = (f"the catalog tier {catalog[j].name!r}" if j < len(CATALOG)
+                     else f"custom_tiers[{j - len(CATALOG)}]")
+            raise where.error(f"expected a name no other tier has; {other} already has it "
+                              "(tier names match ignoring case, spaces and punctuation)",
+                              ("custom_tiers", i, "name"))
     if scenario.tiers:
         tiers = []
         for i, name in enumerate(scenario.tiers):
             try:
-                tiers.append(find_tier(name, catalog))
+                tier = find_tier(name, catalog)
             except CapsimError as err:
                 message = err.message
                 if where.override_of(("tiers", i)) is not None:  # never echo a --set value
                     message = message.replace(f"unknown tier {name!r}", "unknown tier")
                 raise where.error(message, ("tiers", i)) from None
+            if tier in tiers:  # one tier twice: two results under one name in every table
+                raise where.error(f"expected each tier once; tiers[{tiers.index(tier)}] "
+                                  "already names this tier", ("tiers", i))
+            tiers.append(tier)
     else:
         tiers = list(catalog)
     if scenario.custom_tiers:

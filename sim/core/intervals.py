@@ -1,9 +1,18 @@
-"""Statistics over replications: means with Student-t confidence intervals.
+"""Statistics over replications: means with Student-t confidence intervals, and
+proportions with Wilson score intervals.
 
 Replications of a run (independent random streams, same scenario) give independent,
 identically distributed samples of every headline metric; their mean's 95 % interval
 is ``mean ± t(0.975, n-1) · s / sqrt(n)``. With one replication there is no interval
 (``half_width`` is ``None``), never a falsely precise zero.
+
+A yes/no per replication (a tier meets the SLO; the same tier is recommended) counts
+``k`` successes in ``n`` independent trials: :func:`proportion_interval` gives the
+Wilson score interval of the success probability. Wilson rather than Clopper-Pearson:
+its coverage is close to the nominal level on average over the probability (Brown, Cai
+and DasGupta 2001) where Clopper-Pearson's is well above it (too wide for the small
+``n`` replications have), and unlike the Wald interval it is never empty or degenerate
+at ``k = 0`` or ``k = n`` (10 of 10 gives 72.2-100 %, not 100-100 %).
 """
 
 from __future__ import annotations
@@ -60,3 +69,29 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval:
     var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
     half = t_quantile(0.5 + level / 2, n - 1) * math.sqrt(var / n)
     return Interval(mean, half, n, level)
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """``count`` successes of ``n`` trials, their share and its confidence interval."""
+
+    count: int
+    n: int
+    low: float
+    high: float
+    level: float = 0.95
+
+    @property
+    def share(self) -> float:
+        return self.count / self.n
+
+
+def proportion_interval(count: int, n: int, level: float = 0.95) -> Proportion:
+    """The Wilson score interval at ``level`` of a success probability observed as
+    ``count`` successes in ``n`` trials (``n >= 1``)."""
+    from scipy.stats import binomtest
+
+    if n < 1 or not 0 <= count <= n:
+        raise ValueError(f"expected 0 <= count <= n and n >= 1, got {count} of {n}")
+    ci = binomtest(int(count), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return Proportion(int(count), int(n), float(ci.low), float(ci.high), level)

@@ -20,12 +20,15 @@ make a single replication flip: more replications make the answer steadier.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import CapsimError
+from ..core.limits import MAX_LOAD_MULTIPLE, MAX_REPLICATIONS, MIN_RELATIVE_TOLERANCE
 from ..core.rng import replication_seed
+from ..results.decided import WORDS, union_labels, verdict
 from ..results.summary import SLO_CRITERIA, RunSummary, SloSummary, TierSummary
 from .executors import Executor, SequentialExecutor
 from .run_one import simulate
@@ -47,23 +50,31 @@ class TierHeadroom:
     limit: float | None  # its SLO limit
     allowance_ran_out_at: str | None  # simulated time, when breaks_first is the allowance
     evaluations: int  # loads simulated for this tier
+    cause: str | None = None  # why breaks_first broke, in words (the summary's decided_by)
+    decided_by: str | None = None  # every cause at next_load: "API", "window (1/3), allowance*"
 
     def describe(self) -> str:
         """One line: "Tier: meets the SLO up to 3.4× today's load; at 3.6× p99 latency
         breaks first"."""
         if self.headroom is None:
             return (f"{self.tier}: does not meet the SLO even at {self.next_load:.3g}× "
-                    f"today's load ({self._what()} breaks first)")
+                    f"today's load; {self._what()} breaks first{self._why()}")
         if self.capped:
             return f"{self.tier}: meets the SLO up to at least {self.headroom:.3g}× today's load"
         return (f"{self.tier}: meets the SLO up to {self.headroom:.3g}× today's load; at "
-                f"{self.next_load:.3g}× {self._what()} breaks first")
+                f"{self.next_load:.3g}× {self._what()} breaks first{self._why()}")
+
+    def _why(self) -> str:
+        """The cause of a broken failure rate: " (402: the API is not in ...)"."""
+        return f" ({self.cause})" if self.breaks_first == "failure_rate" and self.cause else ""
 
     def _what(self) -> str:
         if self.breaks_first == "daily_allowance":
             if self.allowance_ran_out_at is None and self.value is not None:
-                return f"the daily allowance (lasts {self.value:.1f} h at this rate)"
-            return f"the daily allowance (runs out at {self.allowance_ran_out_at})"
+                return (f"the daily allowance (lasts {self.value:.1f} h at this rate; an "
+                        "assumed number, not shown by the spec)")
+            return (f"the daily allowance (runs out at {self.allowance_ran_out_at}; an "
+                    "assumed number, not shown by the spec)")
         return (self.breaks_first or "?").replace("_", " ")
 
 
@@ -101,16 +112,23 @@ class _Search:
 def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
                   overrides: list[str] = (), replications: int = 1, max_load: float = 100.0,
                   min_load: float = 0.01, tolerance: float = 0.02,
-                  executor: Executor | None = None) -> Headroom:
-    """The headroom of each tier of ``scenario`` (see the module's docstring)."""
+                  executor: Executor | None = None,
+                  progress: Callable[[str], None] | None = None) -> Headroom:
+    """The headroom of each tier of ``scenario`` (see the module's docstring).
+
+    ``progress``: called with one line per load evaluated (tier, load, the verdict and
+    what decided it), as each step's batch finishes."""
     from ..api import load_scenario
 
-    if not tolerance > 0:
-        raise CapsimError("expected a relative tolerance > 0, e.g. 0.02", field="--tolerance")
-    if not max_load > 1:
-        raise CapsimError("expected a multiplier > 1", field="--max-load")
-    if replications < 1:
-        raise CapsimError("expected at least 1", field="--replications")
+    if not MIN_RELATIVE_TOLERANCE <= tolerance <= 1:  # finer: the bisection may never end
+        raise CapsimError(f"expected a relative tolerance from {MIN_RELATIVE_TOLERANCE:g} to "
+                          f"1, e.g. 0.02; got {tolerance!r}", field="--tolerance")
+    if not 1 < max_load <= MAX_LOAD_MULTIPLE:
+        raise CapsimError(f"expected a multiplier > 1 and at most {MAX_LOAD_MULTIPLE:g}; got "
+                          f"{max_load!r}", field="--max-load")
+    if not 1 <= replications <= MAX_REPLICATIONS:
+        raise CapsimError(f"expected 1 to {MAX_REPLICATIONS}; got {replications!r}",
+                          field="--replications")
     loaded = load_scenario(scenario, tiers=tiers, overrides=list(overrides))
     sc = loaded.scenario
     label, text = scenario_source(scenario)
@@ -129,6 +147,8 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
         for spec, out in executor.as_completed(simulate, specs):
             results[spec.point].append(RunSummary.from_json(out).tiers[0])
         for i, s in enumerate(active):
+            if progress is not None:
+                progress(_progress_line(s, results[i]))
             _step(s, results[i], max_load, min_load, tolerance)
     return Headroom(
         scenario=sc.name,
@@ -142,6 +162,16 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
         slo=SloSummary(**sc.slo.model_dump()),
         tiers=tuple(_answer(s, sc.slo) for s in searches),
     )
+
+
+def _progress_line(s: _Search, runs: list[TierSummary]) -> str:
+    met = sum(t.meets_slo for t in runs)
+    verdicts = (f"meets ({met}/{len(runs)})" if met == len(runs) and len(runs) > 1
+                else "meets" if met == len(runs)
+                else verdict(runs[0]) if len(runs) == 1
+                else f"fails ({len(runs) - met}/{len(runs)}): {union_labels(runs)}")
+    return (f"headroom: {s.tier} at {s.x:.3g}× today's load: {verdicts} "
+            f"(step {s.evaluations + 1})")
 
 
 def _step(s: _Search, runs: list[TierSummary], max_load: float, min_load: float,
@@ -166,11 +196,28 @@ def _step(s: _Search, runs: list[TierSummary], max_load: float, min_load: float,
 
 
 def _answer(s: _Search, slo) -> TierHeadroom:
-    metric = value = limit = ran_out = None
+    metric = value = limit = ran_out = cause = labels = None
     if s.hi_runs is not None:
         metric, value, limit, ran_out = breaks_first(s.hi_runs, s.lo_runs or [], slo)
+        cause = breaking_cause(s.hi_runs, metric)
+        labels = union_labels(s.hi_runs) or None
     return TierHeadroom(s.tier, s.lo, s.hi is None, s.hi, metric, value, limit, ran_out,
-                        s.evaluations)
+                        s.evaluations, cause, labels)
+
+
+def breaking_cause(failing: list[TierSummary], metric: str | None) -> str | None:
+    """Why ``metric`` broke at the failing load, in words: the causes its summaries'
+    ``decided_by`` name for it, the most frequent over replications first (None: none
+    named, e.g. a summary written before ``decided_by``)."""
+    found: dict[str, int] = {}
+    for t in failing:
+        for c in t.decided_by:
+            if metric in c.breaks:
+                found[c.cause] = found.get(c.cause, 0) + 1
+    if not found:
+        return None
+    ranked = sorted(found, key=lambda c: -found[c])
+    return ", ".join(WORDS[c] for c in ranked)
 
 
 def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
@@ -192,8 +239,14 @@ def breaks_first(failing: list[TierSummary], meeting: list[TierSummary], slo
     candidates = []
     for criterion in SLO_CRITERIA:
         name, limit = criterion.name, criterion.limit(slo)
-        # Undefined (no successful request) is as bad as it gets.
-        worst = max(math.inf if (v := criterion.read(t)) is None else v for t in failing)
+        # Undefined (no successful request) is as bad as it gets, unless the failure
+        # rate already says why: then the p99 is its consequence, not a break of its own.
+        read = [(criterion.read(t), t.failure_rate) for t in failing]
+        values = [math.inf if v is None else v for v, failures in read
+                  if v is not None or failures <= slo.max_failure_rate]
+        if not values:
+            continue
+        worst = max(values)
         if worst > limit:
             ratio = math.inf if limit == 0 else worst / limit
             candidates.append((ratio, name, worst, limit))

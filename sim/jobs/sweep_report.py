@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..report import html  # noqa: E402
+from ..results.decided import ASSUMPTION_NOTE, legend  # noqa: E402
 from .sweep_plan import BASE  # noqa: E402
 from .sweep_results import IntervalFigure, SweepDocument  # noqa: E402
 
@@ -88,14 +89,17 @@ def render_markdown(doc: SweepDocument, pngs: list[str]) -> str:
                    f"{p.cheapest_meeting_slo or 'none'} |")
     out += ["", "## Per point and tier (mean ± 95 % half-width)", "",
             "| point | variant | tier | throttle rate | failure rate | p99 ms | CU settled "
-            "| SLO met |", "|---|---|---|---|---|---|---|---|"]
+            "| SLO met | decided by |", "|---|---|---|---|---|---|---|---|---|"]
     for p in doc.points:
         for t in p.tiers:
             out.append(f"| {_values_label(p.values)} | {p.variant} | {t.tier} | "
                        f"{_fmt_iv(t.throttle_rate)} | {_fmt_iv(t.failure_rate)} | "
                        f"{_fmt_iv(t.p99_latency_ms, digits=4)} | "
                        f"{_fmt_iv(t.cu_settled, digits=6)} | "
-                       f"{t.slo_met_fraction:.0%} |")
+                       f"{t.slo_met_fraction:.0%} | {t.decided_by or ''} |")
+    if any(t.decided_by for p in doc.points for t in p.tiers):
+        out += ["", "Decided by: what made a tier fail its SLO, with how many replications "
+                f"when not all: {legend()}. *: {ASSUMPTION_NOTE}."]
     if doc.variant_differences:
         out += ["", "## Variants against the base (paired differences, same seeds)", ""]
         out += [f"- {line}" for line in difference_lines(doc)]

@@ -11,15 +11,15 @@ differences (same replication seeds, so common random numbers cancel most noise)
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, model_serializer
 
-from ..core.intervals import mean_interval
 from ..core.version import __version__
+from ..results.decided import union_labels
+from ..results.replications import IntervalFigure
 from ..results.summary import RunSummary, SloSummary
 from .sweep_plan import BASE, SweepPlan
 
@@ -48,32 +48,17 @@ HEADLINE = {
     "ws_events_lost": lambda t: t.websockets.events_lost if t.websockets else 0,
     "monthly_usd": lambda t: t.monthly_usd,
     "meets_slo": lambda t: t.meets_slo,
+    "decided_by": lambda t: union_labels([t]),
 }
-"""Columns of ``points.parquet`` taken from each tier's summary."""
+"""Columns of ``points.parquet`` taken from each tier's summary (``decided_by``: what
+made the tier fail, as the stdout table's labels, e.g. ``"window, allowance*"``; empty
+when it meets the SLO)."""
 
 _COUNTS = {"requests", "attempts", "retries", "throttled", "phantom_throttles",
            "windows_with_throttles", "retry_budget_refusals", "refused_430", "ws_events_lost"}
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class IntervalFigure(_Frozen):
-    """A metric over replications: mean (None: undefined in every one), the 95 %
-    half-width and bounds (None with one replication), and the replications counted."""
-
-    mean: float | None
-    half_width: float | None
-    low: float | None
-    high: float | None
-    n: int
-
-    @classmethod
-    def of(cls, values) -> IntervalFigure:
-        """The Student-t interval of ``values`` (:func:`sim.core.intervals.mean_interval`)."""
-        iv = mean_interval(list(values))
-        return cls(mean=None if math.isnan(iv.mean) else iv.mean, half_width=iv.half_width,
-                   low=iv.low, high=iv.high, n=iv.n)
 
 
 class IntervalMetrics(_Frozen):
@@ -102,11 +87,17 @@ class PointTier(IntervalMetrics):
     tier: str
     n: int
     slo_met_fraction: float  # replications meeting the SLO
+    decided_by: str | None = None
+    """What made the failing replications fail, with how many when not all: "window
+    (2/3), allowance*" (:func:`sim.results.decided.union_labels`); absent when every
+    replication meets the SLO."""
 
     # ``tier`` and ``n`` come first in the file.
     @model_serializer(mode="wrap")
     def _tier_first(self, handler):
         data = handler(self)
+        if self.decided_by is None:
+            data.pop("decided_by", None)
         return {"tier": data.pop("tier"), "n": data.pop("n"), **data}
 
 
@@ -199,11 +190,26 @@ def points_frame(plan: SweepPlan, summaries: dict[str, RunSummary]) -> pd.DataFr
             frame[col] = frame[col].astype(np.int64)
         elif col == "meets_slo":
             frame[col] = frame[col].astype(bool)
+        elif col == "decided_by":
+            frame[col] = frame[col].astype(str)
         else:
             frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
     frame["variant"] = pd.Categorical(frame["variant"], categories=list(plan.variants))
     frame["tier"] = pd.Categorical(frame["tier"], categories=list(plan.tiers))
     return frame
+
+
+def _decided(labels: pd.Series) -> str | None:
+    """The causes over a point's replications (each a ``decided_by`` cell), in the order
+    they first appear, with how many replications each decided when not all."""
+    counts: dict[str, int] = {}
+    for cell in labels:
+        for part in filter(None, str(cell).split(", ")):
+            counts[part] = counts.get(part, 0) + 1
+    if not counts:
+        return None
+    n = len(labels)
+    return ", ".join(c if k == n else f"{c} ({k}/{n})" for c, k in counts.items())
 
 
 def _cheapest(rows: list[PointTier], limits: dict[str, float]) -> str | None:
@@ -230,6 +236,7 @@ def sweep_document(plan: SweepPlan, points: pd.DataFrame,
                 g = groups[(p, variant, tier)].sort_values("replication")
                 tiers.append(PointTier(
                     tier=tier, n=len(g), slo_met_fraction=float(g["meets_slo"].mean()),
+                    decided_by=_decided(g["decided_by"]),
                     **{name: IntervalFigure.of(g[col]) for name, col in INTERVAL_METRICS.items()}))
             out_points.append(SweepPoint(point=p, values=values, variant=variant,
                                          tiers=tuple(tiers),

@@ -14,6 +14,7 @@ service time from ``t0_unix`` alone.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from dataclasses import dataclass
 
@@ -26,8 +27,8 @@ class ServiceClock:
     time_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.time_scale > 0:
-            raise ValueError("time_scale must be positive")
+        if not 0 < self.time_scale < math.inf:  # inf: every sleep is 0, the loop spins
+            raise ValueError("time_scale must be positive and finite")
 
     @classmethod
     def starting_now(cls, time_scale: float = 1.0) -> ServiceClock:

@@ -126,6 +126,10 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
             ws_refused_435=int(totals.handshakes[i + 1][rc.WS_435]),
             peak_live_slots=int(max(slots, default=0)),
         ))
-    prices = [x.monthly_usd for x in accounts]
-    total = None if None in prices else _r(sum(prices), 2)
-    return PlanSummary(monthly_usd=total, accounts=tuple(accounts))
+    return PlanSummary(monthly_usd=plan_price([x.monthly_usd for x in accounts]),
+                       accounts=tuple(accounts))
+
+
+def plan_price(prices: list[float | None]) -> float | None:
+    """A plan's monthly price: its accounts' prices summed (None if one is unknown)."""
+    return None if None in prices else _r(sum(prices), 2)

@@ -32,6 +32,7 @@ from ..results.summary import (
 )
 from ..workload.demand import Plan
 from .accounts import allowance_lasts_h, plan_summary
+from .decided import decide, outside_methods, slo_breaches
 from .spool_totals import AttemptTotals, RequestTotals
 
 
@@ -104,6 +105,7 @@ def tier_summary(result: TierResult, plan: Plan,
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(
         summary, sc.slo, causes=failure_causes(summary, plan, tier))
+    summary["decided_by"] = decide(summary, sc.slo, sc.methods, tier)
     summary["plan"] = plan_summary(result, plan)
     return TierSummary.model_validate(summary)
 
@@ -202,8 +204,7 @@ def failure_causes(summary: dict, plan: Plan, tier) -> str | None:
     for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
         share = f"{count / n:.1%} of requests"
         if name == "402":
-            outside = sorted(m for m in summary["by_method"]
-                             if m in methods and methods[m].api not in tier.apis)
+            outside = outside_methods(summary, methods, tier)
             why = []
             if outside:
                 apis = sorted({methods[m].api for m in outside})
@@ -221,23 +222,21 @@ def failure_causes(summary: dict, plan: Plan, tier) -> str | None:
 def slo_check(summary: dict, slo: Slo, causes: str | None = None) -> tuple[bool, list[str]]:
     """Whether a tier's summary (the dict :func:`tier_summary` builds, before it becomes
     a :class:`TierSummary`) meets the SLO, and the violations in words (``causes``: why
-    requests failed, see :func:`failure_causes`, named with the failure rate)."""
+    requests failed, see :func:`failure_causes`, named with the failure rate). The
+    comparisons are :func:`sim.metrics.decided.slo_breaches`'."""
     bad = []
-    if summary["throttle_rate"] > slo.max_throttle_rate:
-        bad.append(f"throttle rate {summary['throttle_rate']:.4f} > {slo.max_throttle_rate}")
-    if summary["failure_rate"] > slo.max_failure_rate:
-        bad.append(f"failure rate {summary['failure_rate']:.4f} > {slo.max_failure_rate}"
-                   + (f" ({causes})" if causes else ""))
-    p99 = summary["latency_ms"]["p99"]
-    if p99 is None:
-        bad.append(f"p99 latency: no successful request (SLO ≤ {slo.p99_latency_ms} ms)")
-    elif p99 > slo.p99_latency_ms:
-        bad.append(f"p99 latency {p99} ms > {slo.p99_latency_ms} ms")
-
-    lasts = summary["daily_allowance"]["lasts_h"]
-    if slo.allowance_must_last_day and lasts is not None and lasts < 24:
-        bad.append(f"daily allowance lasts {lasts:.1f} h at this rate (< 24 h; "
-                   "[slo] allowance_must_last_day)")
+    for b in slo_breaches(summary, slo):
+        if b.criterion == "throttle_rate":
+            bad.append(f"throttle rate {b.value:.4f} > {b.limit}")
+        elif b.criterion == "failure_rate":
+            bad.append(f"failure rate {b.value:.4f} > {b.limit}"
+                       + (f" ({causes})" if causes else ""))
+        elif b.criterion == "p99_latency":
+            bad.append(f"p99 latency: no successful request (SLO ≤ {b.limit} ms)"
+                       if b.value is None else f"p99 latency {b.value} ms > {b.limit} ms")
+        else:
+            bad.append(f"daily allowance lasts {b.value:.1f} h at this rate (< 24 h; "
+                       "[slo] allowance_must_last_day)")
     return not bad, bad
 
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..config.key_paths import masked_override
 from ..core.errors import CapsimError, read_user_text
 from ..core.intervals import Interval, mean_interval
+from ..core.limits import MAX_REPLICATIONS
 from ..core.version import __version__
 from ..results.catalogue import METRICS
 from ..results.summary import SCHEMA_VERSION, RunSummary
@@ -94,7 +95,7 @@ class Baseline(_Frozen):
     seed: int
     overrides: tuple[str, ...] = ()
     tier_selection: tuple[str, ...] = ()
-    replications: int = Field(ge=1)
+    replications: int = Field(ge=1, le=MAX_REPLICATIONS)  # a hand edit must not run 1e5
     recommended: RecommendedTier
     tiers: tuple[TierFigures, ...]
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.vocabulary import HANDSHAKE_OUTCOMES
+from ..results import decided
 from ..results.summary import RunSummary, TierSummary, p99_comparable
+from .how_sure import how_sure
+from .replications import across_replications
 
 
 def _fmt(x, nd=1) -> str:
@@ -65,7 +68,7 @@ def tier_table(tiers: Sequence[TierSummary]) -> list[str]:
             f"{_fmt(t.phantom_throttles)} | {t.failure_rate:.2%} | {_fmt(lat.p50)} | "
             f"{_p99(t)} | {_fmt(t.cu.peak_window_reserved, 0)} | "
             f"{_fmt(t.cu.peak_window_settled, 0)} | "
-            f"{'meets' if t.meets_slo else 'fails'} |")
+            f"{decided.verdict(t)} |")
     return rows
 
 
@@ -187,56 +190,43 @@ def websockets_table(tiers: Sequence[TierSummary]) -> list[str]:
     return rows
 
 
-def margin_lines(summary: RunSummary) -> list[str]:
-    """The recommended tier's margin: its busiest 12-second window against its budget,
-    and its headroom when the run was asked for it (``--headroom``)."""
-    rec = summary.recommended
-    if rec.tier is None:
-        return [f"- {rec.headroom}", ""] if rec.headroom else []
-    t = summary.tier(rec.tier)
+def margin_sentence(t: TierSummary) -> str:
+    """A tier's margin, the tighter first: its busiest 12-second window against its
+    budget, and the growth the daily allowance allows (hours it lasts at this rate / 24)
+    when known."""
     peak, budget = t.cu.peak_window_used, t.cu.limit
-    lines = [f"- margin: the busiest 12-second window used {_fmt(peak, 0)} CU of its "
-             f"{_fmt(budget, 0)} CU budget ({peak / budget:.0%}; "
-             f"{_fmt(budget - peak, 0)} CU to spare)" if budget else
-             f"- margin: the busiest 12-second window used {_fmt(peak, 0)} CU"]
+    window = (f"the busiest 12-second window used {_fmt(peak, 0)} CU of its "
+              f"{_fmt(budget, 0)} CU budget ({peak / budget:.0%}; "
+              f"{_fmt(budget - peak, 0)} CU to spare)" if budget else
+              f"the busiest 12-second window used {_fmt(peak, 0)} CU")
+    allowance, grow = decided.allowance_growth(t), decided.window_growth(t)
+    if allowance is None:
+        return window
+    hours = decided.allowance_hours(t)
+    allowed = (f"{allowance:.2f}x (it lasts {hours:,.1f} h at this rate; an assumed number, "
+               "not shown by the spec)")
+    if decided.tighter_margin(t) == "daily_allowance":
+        return (f"the daily allowance limits growth to {allowed}; the window would allow "
+                + (f"{grow:.2f}x: " if grow is not None else "") + window)
+    return (f"the 12-second window limits growth to {grow:.2f}x: {window}; the daily "
+            f"allowance would allow {allowed}")
+
+
+def margin_lines(summary: RunSummary) -> list[str]:
+    """The recommended tier's margin (:func:`margin_sentence`), and its headroom when the
+    run was asked for it (``--headroom``)."""
+    rec = summary.recommended
+    assumed = decided.assumption_line(summary)
+    if rec.tier is None:
+        lines = [f"- {line}" for line in (assumed, rec.headroom) if line]
+        return [*lines, ""] if lines else []
+    t = summary.tier(rec.tier)
+    lines = [f"- margin: {margin_sentence(t)}"]
+    if assumed:
+        lines.insert(0, f"- {assumed}")
     if rec.headroom:
         lines.append(f"- headroom: {rec.headroom}")
     return [*lines, ""]
-
-
-def how_sure(summary: RunSummary) -> list[str]:
-    """The "How sure" section (``capsim run --robust``): the recommendation at the least
-    and the most costly prices of the ranges, and each price alone."""
-    rec = summary.recommended
-    if rec.robust is None:
-        return []
-
-    def name(t: str | None) -> str:
-        return f"**{t}**" if t else "**no tier**"
-
-    lines = ["## How sure", "",
-             f"At the least costly prices of the ranges {name(rec.at_low_prices)}, at the "
-             f"estimates {name(rec.tier)}, at the most costly {name(rec.at_high_prices)}: "
-             + ("the recommendation is **robust** to the prices' ranges." if rec.robust else
-                "the recommendation is **not robust**: it depends on prices the spec does "
-                "not show."), ""]
-    if rec.sensitivity:
-        lines += ["Each price alone across its range, the others at their estimates:", "",
-                  "| price | estimate | range | from | tier at low | tier at high | flips |",
-                  "|---|---:|---|---|---|---|---|"]
-        for r in rec.sensitivity:
-            lines.append(f"| `{r.price}` | {r.estimate:.6g} | {r.low:.6g} – {r.high:.6g} | "
-                         f"{r.source} | {r.at_low or 'none'} | {r.at_high or 'none'} | "
-                         f"{'**yes**' if r.flips else 'no'} |")
-        lines.append("")
-        flips = [r.price for r in rec.sensitivity if r.flips]
-        if flips:
-            lines += ["The prices that flip the recommendation are the ones to pin down: "
-                      "calibrate them on your own logs (`capsim calibrate`; see the README's "
-                      "Calibration for which logs narrow which price), then rerun with "
-                      "`--calibration`. Until then, plan for the tier at the most costly "
-                      "prices if throttling is the risk you cannot take.", ""]
-    return lines
 
 
 def render(summary: RunSummary, plots: list[str]) -> str:
@@ -265,6 +255,7 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "",
         *margin_lines(summary),
         *how_sure(summary),
+        *across_replications(summary),
         "## Tiers",
         "",
         *tier_table(tiers),
@@ -277,6 +268,7 @@ def render(summary: RunSummary, plots: list[str]) -> str:
            "latency of the few that succeeded, not comparable with other tiers' p99."
            if any(_p99(t).endswith("†") for t in tiers) else ""),
         "",
+        *[f"{line}\n" for line in decided.verdict_notes(tiers)],
         *accounts_table(tiers),
         "## Outcomes by tier (attempts)",
         "",
@@ -289,7 +281,9 @@ def render(summary: RunSummary, plots: list[str]) -> str:
     failing = [t for t in tiers if not t.meets_slo]
     if failing:
         lines += ["", "## Why tiers fail the SLO", ""]
-        lines += [f"- **{t.tier}**: " + "; ".join(t.slo_violations) for t in failing]
+        lines += [f"- **{t.tier}**"
+                  + (f" ({why})" if (why := decided.decided_sentence(t)) else "")
+                  + ": " + "; ".join(t.slo_violations) for t in failing]
     lines += ["", "## Plots", ""]
     lines += [f"![{p}]({p})" for p in plots]
     lines += ["", "## Assumptions", "", "Model:", ""]

@@ -33,6 +33,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from ..core.vocabulary import OUTCOMES, WINDOW_S, WS_435, WS_CU  # noqa: E402
+from ..results import decided  # noqa: E402
 from ..results.summary import (  # noqa: E402
     SLO_CRITERIA,
     RunSummary,
@@ -264,9 +265,10 @@ _AXIS_LABELS = {"throttle_rate": "throttle rate", "failure_rate": "failure rate"
 
 def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
                     recommended: str | None) -> None:
-    """Throttle rate, failure rate and p99 latency per tier against each SLO limit.
+    """Throttle rate, failure rate and p99 latency per tier against each SLO limit, and
+    (a fourth axes, if given) the hours the daily allowance lasts (:func:`allowance_panel`).
 
-    ``axes`` are three axes sharing x. Tiers go left to right by monthly price (shown
+    ``axes`` are three or four axes sharing x. Tiers go left to right by monthly price (shown
     under each name); a bar is green within its SLO and red over it, so the recommended
     tier (highlighted) is the leftmost one with three green bars. A p99 over under half
     of a tier's requests (most failed) is grey, marked "not comparable": the latency of
@@ -274,7 +276,7 @@ def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
     """
     tiers = _order(tiers)
     x = np.arange(len(tiers))
-    for ax, criterion in zip(axes, SLO_CRITERIA, strict=True):
+    for ax, criterion in zip(axes[:len(SLO_CRITERIA)], SLO_CRITERIA, strict=True):
         title, limit = _AXIS_LABELS[criterion.name], criterion.limit(slo)
         in_ms = criterion.limit_field.endswith("_ms")  # latency: a log axis in ms
         values = [criterion.read(t) for t in tiers]
@@ -313,14 +315,66 @@ def tier_comparison(axes, tiers: Sequence[TierSummary], slo: SloSummary,
             ax.axvspan(ri - 0.45, ri + 0.45, color="gold", alpha=0.25, lw=0, zorder=0)
     names = [t.tier.replace(" ", "\n", 1) + "\n"
              + ("price ?" if t.monthly_usd is None else f"${t.monthly_usd:,.0f}/mo")
+             + ("" if t.meets_slo or not t.decided_by
+                else "\n" + decided.verdict(t).replace(", ", ",\n"))
              + ("\n★ recommended" if t.tier == recommended else "") for t in tiers]
+    if len(axes) > len(SLO_CRITERIA):
+        allowance_panel(axes[len(SLO_CRITERIA)], tiers, slo, recommended)
     axes[-1].set_xticks(x, names, fontsize=7)
     for label, t in zip(axes[-1].get_xticklabels(), tiers, strict=True):
         if t.tier == recommended:
             label.set_fontweight("bold")
-    axes[-1].set_xlabel("tiers by monthly price; green: within the SLO, red: over it, "
+    axes[-1].set_xlabel("tiers by monthly price; green: within the SLO, red: over it,\n"
                         "grey: a p99 over under half of the requests (not comparable), "
-                        "dashed: the SLO limit", fontsize=8)
+                        "dashed: the SLO limit;\nunder a failing tier, what decided it "
+                        "(*: an assumed number)", fontsize=8)
+
+
+def _allowance_hours(t: TierSummary) -> tuple[float | None, str]:
+    """The hours a tier's daily allowance lasts (at the run's rate; or, when it ran out,
+    the time of day it did) and the text over its bar."""
+    h = decided.allowance_hours(t)
+    if h is not None:
+        return h, f"{h:,.1f} h"
+    ran_out = t.daily_allowance.ran_out_at
+    if ran_out is not None:
+        clock = ran_out.split("T", 1)[1].removesuffix("Z")
+        hh, mm, ss = (float(v) for v in clock.split(":")[:3])
+        return hh + mm / 60 + ss / 3600, f"ran out\nat {clock[:5]}"
+    return None, "no allowance" if t.daily_allowance.allowance_cu is None else "no CU\ncharged"
+
+
+def allowance_panel(ax, tiers: Sequence[TierSummary], slo: SloSummary,
+                    recommended: str | None) -> None:
+    """Hours the daily allowance lasts per tier against 24 h, on a log axis: green when
+    it lasts the day, red when not and the SLO requires it
+    (``allowance_must_last_day``), blue when it does not. The allowance is an assumed
+    number (sim/data/pricing.toml): the panel says so."""
+    x = np.arange(len(tiers))
+    cells = [_allowance_hours(t) for t in tiers]
+    hours = [h for h, _ in cells]
+    short = [h is not None and h < 24 for h in hours]
+    colours = ["tab:blue" if not slo.allowance_must_last_day else
+               "tab:red" if s else "tab:green" for s in short]
+    ax.bar(x, [h or 0.0 for h in hours], 0.6, color=colours)
+    ax.axhline(24.0, color="black", ls="--", lw=1.0)
+    for xi, (_, text), s in zip(x, cells, short, strict=True):
+        ax.annotate(text, (xi, 0), xytext=(0, 2), textcoords="offset points",
+                    xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6,
+                    color="darkred" if s and slo.allowance_must_last_day else "darkgreen",
+                    fontweight="bold")
+    known = [h for h in hours if h]
+    ax.set_yscale("log")
+    ax.set_ylim(min(known + [24.0]) / 3, max(known + [24.0]) * 3)
+    ax.set_ylabel("daily allowance*\nlasts (h)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.text(1.0, 24.0, " SLO ≥ 24 h" if slo.allowance_must_last_day else " 24 h",
+            transform=ax.get_yaxis_transform(), va="center", fontsize=7)
+    ax.text(0.0, 1.02, "* an assumed number (not shown by the spec): hours it lasts at "
+            "the run's rate", transform=ax.transAxes, fontsize=6, color="dimgray")
+    if recommended in [t.tier for t in tiers]:
+        ri = [t.tier for t in tiers].index(recommended)
+        ax.axvspan(ri - 0.45, ri + 0.45, color="gold", alpha=0.25, lw=0, zorder=0)
 
 
 def _grid(n: int):
@@ -395,8 +449,9 @@ def latency_figure(latencies: dict[str, np.ndarray], p99_slo_ms: float | None):
 
 
 def comparison_figure(tiers: Sequence[TierSummary], slo: SloSummary, recommended: str | None):
-    """``tier_comparison.png``: each SLO criterion per tier, by price, the recommendation marked."""
-    fig, axes = plt.subplots(3, 1, figsize=(max(7, 1.15 * len(tiers)), 7.5), sharex=True,
+    """``tier_comparison.png``: each SLO criterion per tier, by price, the hours the daily
+    allowance lasts, the recommendation marked."""
+    fig, axes = plt.subplots(4, 1, figsize=(max(7, 1.15 * len(tiers)), 9.5), sharex=True,
                              layout="constrained")
     tier_comparison(axes, tiers, slo, recommended)
     fig.suptitle("Tier comparison: " + (f"recommended {recommended}" if recommended

@@ -38,18 +38,23 @@ def write_report(output: RunOutput, out_dir: str | Path,
     return Path(out_dir)
 
 
-def write_folder(out_dir: str | Path, fill: Callable[[Path], None], kind: str) -> Path:
+def write_folder(out_dir: str | Path, fill: Callable[[Path], None], kind: str,
+                 folder: ReportFolder | None = None) -> Path:
     """Claim ``out_dir`` for a folder of ``kind`` (see :data:`sim.report.folder.KINDS`),
     let ``fill`` write the files into a staging folder, then swap it in (replaced whole,
-    atomically, as :func:`write_report`); returns the folder."""
-    with ReportFolder(out_dir, kind) as folder:
-        staging = folder.staging()
-        try:
-            fill(staging)
-            folder.replace_with(staging)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+    atomically, as :func:`write_report`); returns the folder. ``folder``: the
+    destination already claimed and locked by the caller for the whole command, as for
+    :func:`write_report`."""
+    if folder is None:
+        with ReportFolder(out_dir, kind) as claimed:
+            return write_folder(out_dir, fill, kind, claimed)
+    staging = folder.staging()
+    try:
+        fill(staging)
+        folder.replace_with(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return Path(out_dir)
 
 

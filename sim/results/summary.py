@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
 from ..core.errors import CapsimError, read_user_text
+from .replications import ReplicationsSummary
 
 SCHEMA_VERSION = 1
 """Version of the ``summary.json`` layout; bumped when a key changes meaning or goes.
@@ -154,6 +155,28 @@ class PlanSummary(_Frozen):
     accounts: tuple[AccountSummary, ...]
 
 
+class DecidingCause(_Frozen):
+    """One thing that made a tier fail its SLO (:func:`sim.metrics.decided.decide`).
+
+    ``cause``: one of :data:`DECIDING_CAUSES`; ``assumption``: True when the cause is a
+    number the spec does not show (the daily allowance); ``breaks``: the SLO criteria it
+    broke (``throttle_rate``, ``failure_rate``, ``p99_latency``, ``daily_allowance``);
+    ``detail``: the figures, in words."""
+
+    cause: str
+    assumption: bool
+    breaks: tuple[str, ...]
+    detail: str
+
+
+DECIDING_CAUSES = ("api_not_in_tier", "cu_window", "connection_limits", "websocket_cap",
+                   "other_failures", "latency", "daily_allowance")
+"""What can decide that a tier fails, in the order outputs list them: the API not in the
+tier's selection (402), the 12-second CU window (throttles), the account's connection
+limits (430/421), the websocket slot cap (435), other failures (401, oversized), p99
+latency, and the daily allowance (an assumed number: lasting under a day, or running out)."""
+
+
 class TierSummary(_Frozen):
     """One tier's entry of ``summary.json`` (definitions in :mod:`sim.metrics.figures`)."""
 
@@ -180,12 +203,17 @@ class TierSummary(_Frozen):
     by_method: dict[str, MethodSummary]
     meets_slo: bool
     slo_violations: tuple[str, ...]
+    decided_by: tuple[DecidingCause, ...] = ()
+    """What made the tier fail its SLO, one entry per cause in :data:`DECIDING_CAUSES`
+    order; absent from the JSON for a tier that meets it."""
     plan: PlanSummary | None = None
     """Several accounts: the plan's cost and each account; absent from the JSON otherwise."""
 
     @model_serializer(mode="wrap")
     def _omit_absent_plan(self, handler):
         data = handler(self)
+        if not self.decided_by:
+            data.pop("decided_by", None)
         if self.plan is None:
             data.pop("plan", None)
         return data
@@ -245,10 +273,12 @@ class PriceSensitivity(_Frozen):
 class Recommendation(_Frozen):
     """The recommended tier (None: no tier meets the SLO) and why.
 
-    With ``capsim run --robust`` (or ``--calibration``) also: ``robust`` (the same tier at
-    the least and the most costly prices of the ranges and at the estimate),
+    With ``capsim run --robust`` (or ``--calibration``) also: ``robust`` (every price
+    the traffic pays was varied, and the same tier is recommended at the least and the
+    most costly prices of the ranges, at the estimate and at each end of each range),
     ``at_low_prices`` / ``at_high_prices`` (the tier recommended there, None when no tier
-    meets the SLO) and ``sensitivity`` (each price alone); absent from the JSON otherwise.
+    meets the SLO), ``sensitivity`` (each price alone), ``used_not_varied``,
+    ``used_unbilled`` and ``not_used``; absent from the JSON otherwise.
     """
 
     tier: str | None
@@ -257,6 +287,13 @@ class Recommendation(_Frozen):
     at_low_prices: str | None = None
     at_high_prices: str | None = None
     sensitivity: tuple[PriceSensitivity, ...] | None = None
+    used_not_varied: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic pays that no range varied (set by the scenario
+    without a ``[price_ranges]`` entry, or a calibration could not bound them)."""
+    used_unbilled: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic pays that are 0 (unbilled) and not ranged."""
+    not_used: tuple[str, ...] | None = None
+    """``--robust``: prices this traffic never pays (not simulated, never evidence)."""
     headroom: str | None = None
     """``capsim run --headroom``: how far the load may grow before the recommended tier
     stops meeting the SLO, in words; absent from the JSON otherwise."""
@@ -265,7 +302,8 @@ class Recommendation(_Frozen):
     def _omit_absent_robustness_and_headroom(self, handler):
         data = handler(self)
         if self.robust is None:
-            for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity"):
+            for key in ("robust", "at_low_prices", "at_high_prices", "sensitivity",
+                        "used_not_varied", "used_unbilled", "not_used"):
                 data.pop(key, None)
         if self.headroom is None:
             data.pop("headroom", None)
@@ -306,6 +344,16 @@ class RunSummary(_Frozen):
     tiers: tuple[TierSummary, ...]
     assumptions: Assumptions
     notes: tuple[str, ...]
+    replications: ReplicationsSummary | None = None
+    """``capsim run --replications N`` (N > 1): the tiers and the recommendation across
+    the replications (:mod:`sim.results.replications`); absent from the JSON otherwise."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_replications(self, handler):
+        data = handler(self)
+        if self.replications is None:
+            data.pop("replications", None)
+        return data
 
     def tier(self, name: str) -> TierSummary:
         """The summary of the tier called ``name`` (KeyError if it was not simulated)."""

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config.pricing import Pricing, default_pricing_table
+from ..config.pricing import DEFAULT_METHOD_KEY, Pricing, default_pricing_table
 from ..config.tiers import CATALOG, smallest_tier_for
 from .schema import RPC, SEARCH, SIZE_METHOD, STREAMS, WEBSOCKET_METHODS, open_trace
 
@@ -213,7 +213,7 @@ def trace_stats(path: str | os.PathLike, *, pricing: Pricing | None = None,
     out = _assemble(str(path), source, rows, t_min, t_max, parts, counts, notes, basis_rows)
     out["notifications"] = notifications
     default = sorted(m for m in counts["method"] if _is_rpc_name(m)
-                     and m not in pricing.rpc.method_cu)
+                     and pricing.rpc.cost_key(m) == DEFAULT_METHOD_KEY)
     if default:
         out["notes"].append(
             f"RPC methods not in [pricing.rpc.method_cu], priced at default_method_cu "

@@ -46,6 +46,12 @@ The spools are on disk, not in memory, and every tier's stays until the report i
 written: :func:`check` also refuses a run whose spools (``tiers x (attempts + requests) x
 SPOOL_BYTES_PER_ROW``) exceed :data:`SAFETY_FRACTION` of the free space of the temporary
 folder (``TMPDIR``), and warns when retries could.
+
+``capsim run --replications N`` simulates the run N times: the ``--max-requests`` /
+``max_requests`` limit counts N times the requests per tier; memory counts one
+replication at a time (each worker of ``--jobs`` holds one tier of one); the disk, beside
+replication 0's spools, one more tier's spool per worker (the others' are removed as
+their summaries are read).
 """
 
 from __future__ import annotations
@@ -126,6 +132,9 @@ class SizeEstimate:
     sources: tuple[SourceSize, ...]
     tiers: int
     jobs: int = 1
+    replications: int = 1
+    """``capsim run --replications N``: the run N times over (one replication at a time
+    in memory, each in its worker process with ``--jobs``)."""
 
     @property
     def requests(self) -> float:
@@ -151,7 +160,7 @@ class SizeEstimate:
         """Peak memory, with one attempt per request or (``retries``) every retry."""
         rows = sum(s.held for s in self.sources if s.kind == "trace")
         attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
-        workers = min(self.jobs, self.tiers) if self.jobs > 1 else 0
+        workers = min(self.jobs, self.tiers * self.replications) if self.jobs > 1 else 0
         summary = min(attempts, SUMMARY_ATTEMPTS_IN_MEMORY) * BYTES_PER_ATTEMPT
         return (BASE_BYTES + workers * WORKER_BYTES + rows * BYTES_PER_TRACE_ROW * (1 + workers)
                 + summary + attempts * BYTES_PER_ATTEMPT_STREAMED
@@ -161,7 +170,10 @@ class SizeEstimate:
         """Temporary disk for every tier's spool: one row per attempt (one per request,
         or with ``retries`` every retry) and one per logical request."""
         attempts = sum(s.requests * (s.max_attempts if retries else 1) for s in self.sources)
-        return self.tiers * (attempts + self.requests) * SPOOL_BYTES_PER_ROW
+        # Replications 1.. keep a tier's spool only until its summary is read: one at a
+        # time, or one per worker, beside replication 0's spools (kept for its report).
+        others = 0 if self.replications == 1 else max(1, self.jobs)
+        return (self.tiers + others) * (attempts + self.requests) * SPOOL_BYTES_PER_ROW
 
     def describe(self) -> str:
         """``about 3.6e08 requests per tier (arrival 'a': 3.6e08) on 9 tier(s)``."""
@@ -174,6 +186,9 @@ class SizeEstimate:
         if self.queued:
             text += f", up to {_num(self.queued)} waiting for an HTTP/2 stream at once"
         text += f" on {self.tiers} tier(s)"
+        if self.replications > 1:
+            text += (f", {self.replications} replications "
+                     f"({_num(self.simulated * self.replications)} simulated per tier)")
         for s in self.sources:
             if s.kind == "trace":
                 text += (f"; trace {s.name!r} is read a row group at a time, counted as "
@@ -182,8 +197,9 @@ class SizeEstimate:
         return text
 
 
-def estimate(loaded: LoadedScenario, jobs: int = 1) -> SizeEstimate:
-    """Expected counts of every source of ``loaded``, from closed forms (nothing drawn)."""
+def estimate(loaded: LoadedScenario, jobs: int = 1, replications: int = 1) -> SizeEstimate:
+    """Expected counts of every source of ``loaded``, from closed forms (nothing drawn),
+    for a run of ``replications`` replications."""
     sc = scale_scenario(loaded.scenario)  # the demand the run will draw, ``load`` applied
     sizes = []
     for i, src in enumerate(sc.sources):
@@ -198,7 +214,7 @@ def estimate(loaded: LoadedScenario, jobs: int = 1) -> SizeEstimate:
     queued = _queued(sc, sizes)
     sizes = [replace(s, queued=queued.get(i, 0.0)) for i, s in enumerate(sizes)]
     sizes += _streams(sc)
-    return SizeEstimate(tuple(sizes), len(loaded.tiers), jobs)
+    return SizeEstimate(tuple(sizes), len(loaded.tiers), jobs, replications)
 
 
 _MAX_ACCOUNT_CONNECTIONS = 128  # spec 8.4: active connections per account, all regions
@@ -373,21 +389,23 @@ def free_spool_disk() -> tuple[str, int | None]:
 
 
 def check(loaded: LoadedScenario, *, max_requests: int | None = None, jobs: int = 1,
-          available: int | None = None, disk_free: int | None = None
-          ) -> tuple[SizeEstimate, list[str]]:
+          available: int | None = None, disk_free: int | None = None,
+          replications: int = 1) -> tuple[SizeEstimate, list[str]]:
     """Refuse a run too large for the machine (its memory, or the temporary disk its
     spools need) or the limit; return the estimate and warnings (a run that fits unless
     retries multiply its attempts).
 
     ``max_requests`` (``--max-requests``) wins over the scenario's ``max_requests``;
     ``available`` defaults to :func:`available_memory_bytes`, ``disk_free`` to the free
-    bytes of :func:`free_spool_disk`.
+    bytes of :func:`free_spool_disk`. With ``replications`` N, the limit counts N times
+    the requests simulated per tier (every replication simulates them).
     """
-    size = estimate(loaded, jobs)
+    size = estimate(loaded, jobs, replications)
     limit = max_requests if max_requests is not None else loaded.scenario.max_requests
     change = ("shorten the duration (--set duration=...), lower the rates, simulate fewer "
-              "tiers (--tier)")
-    if limit is not None and size.simulated > limit:
+              "tiers (--tier)" + (", run fewer replications (--replications)"
+                                  if size.replications > 1 else ""))
+    if limit is not None and size.simulated * size.replications > limit:
         raise CapsimError(
             f"run too large: {size.describe()}, over the limit of {limit:,} simulated "
             f"requests (--max-requests or max_requests); {change}, or raise the limit",

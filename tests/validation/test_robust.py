@@ -135,3 +135,94 @@ def test_headroom_takes_a_calibration(tmp_path):
     doc = json.loads(result.output)
     (tier,) = doc["tiers"]
     assert tier["headroom"] == pytest.approx(1800 / (12 * RATE * 23.0), rel=0.03)
+
+
+# -- the daily allowance and the monthly prices (issue 29, part 2) ---------------------------
+#
+# Closed form for the catalog tiers RPC (4,000 CU per window) and Professional bundle
+# (50,000): r svc_call per second at c CU each meet a tier of budget L and daily
+# allowance A when 12 r c <= L and the allowance lasts A / (3600 r c) >= 24 hours
+# ([slo] allowance_must_last_day). svc_call's shipped price (20) and the allowances keep
+# their default range (x0.5 to x2); the monthly prices are $49 and $499.
+
+TIERS = {"RPC": (4000.0, 7.2e6, 49.0), "Professional bundle": (50000.0, 9e7, 499.0)}
+
+
+def catalog_scenario(tmp_path, rate: float, ranges: str = "") -> str:
+    text = (f'name = "allowance"\nduration = 60\ntiers = {json.dumps(list(TIERS))}\n'
+            '[account]\nkeys = ["k"]\n[clients.default]\nretry = { policy = "none" }\n'
+            + (f"[price_ranges]\n{ranges}" if ranges else "")
+            + '[[sources]]\nname = "s"\nkey = "k"\n'
+            f'arrival = {{ process = "constant", rate = {rate} }}\n')
+    path = tmp_path / "a.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def meets(tier: str, rate: float, c: float, allowance: float | None = None) -> bool:
+    budget, shipped, _usd = TIERS[tier]
+    a = shipped if allowance is None else allowance
+    return 12 * rate * c <= budget and a / (3600 * rate * c) >= 24
+
+
+def pick(rate: float, c: float, allowances: dict | None = None,
+         usd: dict | None = None) -> str | None:
+    """The cheapest tier meeting the closed form."""
+    allowances, usd = allowances or {}, usd or {}
+    ok = [t for t in TIERS if meets(t, rate, c, allowances.get(t))]
+    return min(ok, key=lambda t: usd.get(t, TIERS[t][2]), default=None)
+
+
+@pytest.mark.parametrize("rpc_range", [None, (3.6e6, 2.88e7)])
+def test_an_allowance_decided_recommendation_varies_the_allowance(tmp_path, rpc_range):
+    """At 10 calls/s RPC's window has room (2,400 of 4,000 CU) but its allowance lasts
+    10 h: the allowance decides Professional bundle. The least costly corner takes each
+    allowance at its HIGH end (and svc_call at its low): RPC's then lasts 40 h and RPC is
+    recommended; taking the low end there would keep Professional bundle."""
+    rate, c = 10.0, 20.0
+    ranges = ("" if rpc_range is None else
+              f'"tiers.RPC.daily_allowance_cu" = [{rpc_range[0]}, {rpc_range[1]}]\n')
+    out = tmp_path / "r"
+    result = run(catalog_scenario(tmp_path, rate, ranges), "--robust", "-q", "--records",
+                 "none", "--out", out)
+    assert result.exit_code == 0, result.output
+    rec = json.loads((out / "summary.json").read_text())["recommended"]
+    lo, hi = rpc_range or (3.6e6, 1.44e7)
+    assert rec["tier"] == pick(rate, c) == "Professional bundle"
+    assert rec["at_low_prices"] == pick(rate, c / 2, {"RPC": hi, "Professional bundle": 1.8e8})
+    assert rec["at_low_prices"] == "RPC"
+    assert rec["at_high_prices"] == pick(rate, 2 * c, {"RPC": lo,
+                                                       "Professional bundle": 4.5e7})
+    rows = {r["price"]: r for r in rec["sensitivity"]}
+    allowance = rows["tiers.RPC.daily_allowance_cu"]
+    assert (allowance["low"], allowance["high"]) == (lo, hi)
+    assert allowance["source"] == ("default" if rpc_range is None else "scenario")
+    assert allowance["at_low"] == pick(rate, c, {"RPC": lo})
+    assert allowance["at_high"] == pick(rate, c, {"RPC": hi})
+    assert allowance["flips"] == (pick(rate, c, {"RPC": hi}) != rec["tier"])
+    assert set(rows) == {"rpc.method_cu.svc_call", "tiers.RPC.daily_allowance_cu",
+                         "tiers.Professional bundle.daily_allowance_cu"}
+    assert rec["robust"] is False and rec["used_not_varied"] == []
+    assert "rpc.default_method_cu" in rec["not_used"]
+    assert "sizing.item_base_cu" in rec["not_used"]
+
+
+def test_a_monthly_price_range_reranks_without_changing_the_tiers(tmp_path):
+    """At 1 call/s both tiers meet at every end of the default ranges (RPC's allowance
+    lasts at least 3.6e6 / (3600 * 40) = 25 h): only the price ordering can change it.
+    RPC at up to $600 is dearer than Professional bundle's $499."""
+    rate, c = 1.0, 20.0
+    out = tmp_path / "r"
+    result = run(catalog_scenario(tmp_path, rate, '"tiers.RPC.monthly_usd" = [40, 600]\n'),
+                 "--robust", "-q", "--records", "none", "--out", out)
+    assert result.exit_code == 0, result.output
+    rec = json.loads((out / "summary.json").read_text())["recommended"]
+    assert rec["tier"] == pick(rate, c) == "RPC"
+    monthly = next(r for r in rec["sensitivity"] if r["price"] == "tiers.RPC.monthly_usd")
+    assert monthly["at_low"] == pick(rate, c, usd={"RPC": 40.0}) == "RPC"
+    assert monthly["at_high"] == pick(rate, c, usd={"RPC": 600.0}) == "Professional bundle"
+    assert monthly["flips"] and rec["robust"] is False
+    assert rec["at_high_prices"] == pick(rate, 2 * c, {"RPC": 3.6e6, "Professional bundle":
+                                                       4.5e7}, {"RPC": 600.0})
+    # the other prices alone change nothing: both tiers meet at every end
+    assert [r["price"] for r in rec["sensitivity"] if r["flips"]] == ["tiers.RPC.monthly_usd"]

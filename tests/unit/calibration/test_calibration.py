@@ -15,6 +15,7 @@ from sim.calibration import calibrate, predict_as_recorded
 from sim.config.pricing import Pricing, default_pricing_table
 from sim.config.scenario import LimiterSettings
 from sim.config.tiers import find_tier
+from sim.core.errors import CapsimError
 from sim.policy.limiter import CULimiter
 from sim.policy.limiters import LIMITERS
 
@@ -156,3 +157,85 @@ def test_throttles_in_empty_windows_are_reported_not_fitted(tmp_path):
     assert cal.verdict == "contradicted"
     assert cal.contradictions == 20
     assert all(p.how != "decisions" for p in cal.prices)
+
+
+# -- calibration that says enough (issue 33, item 6) ------------------------------------
+
+def calls(times_s, status=200, api="rpc", method="svc_call") -> list[dict]:
+    """Canonical rows, one per time (seconds after T0_NS)."""
+    return [{"time_ns": T0_NS + int(round(t * 1e9)), "api": api, "method": method,
+             "key": "k" * 32, "status": status, "latency_ms": 50.0} for t in times_s]
+
+
+@pytest.mark.parametrize("status, reason", [(None, "no status recorded"),
+                                            (401, "status not decided by the CU window")])
+def test_a_trace_with_no_comparable_status_is_a_user_error(tmp_path, status, reason):
+    """Nothing to compare and nothing to fit: not "nan %" and the given prices written as
+    a calibration, but an error naming the file, the status column and why (each row's
+    reason, counted)."""
+    path = tmp_path / "blind.parquet"
+    to_canonical(pd.DataFrame(calls(np.arange(50) * 0.5, status=status)), path)
+    with pytest.raises(CapsimError) as err:
+        calibrate(path, TIER, pricing())
+    assert (err.value.file, err.value.field) == (str(path), "status")
+    assert f"50 rows: {reason}" in err.value.message
+    assert "nothing to compare or fit" in err.value.message
+
+
+def test_a_fit_against_the_wrong_tier_is_a_poor_fit_not_fitted(tmp_path):
+    """The decisions-alone reference trace (RPC calls and websocket handshakes on 'All 3
+    APIs'): against its own tier the fit explains every decision; against 'RPC', which
+    has no websocket API, every handshake is predicted 402, and against 'Advanced
+    bundle' (a far larger window) the throttles are predicted admitted. No price fixes
+    either, so the agreement after stays below 99 % and the verdict must say so."""
+    rng = np.random.default_rng(11)
+    frame = serve(Hidden(), rng, demand(rng, duration_s=120, burst_size=(60, 260),
+                                        sizing_share=0.0), record_cu=False, retry_after=False)
+    to_canonical(frame, tmp_path / "t.parquet")
+    handshakes = int((frame["api"] == "streams").sum())
+    right = calibrate(tmp_path / "t.parquet", TIER, pricing())
+    assert right.verdict == "fitted" and right.after.agreement >= 0.99
+    rpc_only = calibrate(tmp_path / "t.parquet", find_tier("RPC"), pricing())
+    # at least every handshake is mispredicted (402 against recorded 101 or 435)
+    assert rpc_only.after.agreement <= 1 - handshakes / rpc_only.after.n_compared
+    assert rpc_only.verdict == "poor fit"
+    assert any("below 99 %" in n and "--tier" in n for n in rpc_only.notes)
+    assert calibrate(tmp_path / "t.parquet", find_tier("Advanced bundle"),
+                     pricing()).verdict == "poor fit"
+
+
+@pytest.mark.parametrize("blocked, verdict", [(5, "bounded"), (7, "poor fit")])
+def test_poor_fit_starts_below_99_percent_agreement(tmp_path, blocked, verdict):
+    """600 admitted svc_calls (no throttle: the price is only bounded) and ``blocked``
+    admitted search calls, replayed against 'Streams + RPC', which has no search API:
+    each search call is predicted 402, so the agreement is exactly 600 / (600 +
+    blocked): 99.17 % for 5 (still 'bounded'), 98.85 % for 7 ('poor fit')."""
+    rows = calls(np.arange(600) * 0.4) + calls(np.arange(blocked) * 20 + 0.1, api="search",
+                                               method="GET /v1/blocks")
+    path = tmp_path / "t.parquet"
+    to_canonical(pd.DataFrame(rows), path)
+    cal = calibrate(path, find_tier("Streams + RPC"), pricing())
+    assert cal.after.agreement == pytest.approx(600 / (600 + blocked))
+    assert cal.verdict == verdict
+
+
+def test_the_timeline_grows_with_the_rows_not_the_span(tmp_path):
+    """Three calls, the last two a year after the first (a year is 2,628,000 windows of
+    12 s): the per-window table lists the three calls' windows and one idle window for
+    the gap, not every window of the year. Windows start at the first call (epoch)."""
+    year = 365 * 86400
+    path = tmp_path / "span.parquet"
+    to_canonical(pd.DataFrame(calls([0.0, year, year + 12.0])), path)
+    pred = predict_as_recorded(path, TIER, pricing(), LimiterSettings())
+    w = pred.per_window()
+    assert w["window_start_s"].tolist() == [0.0, 12.0, year, year + 12.0]
+    assert w["attempts"].tolist() == [1, 0, 1, 1]
+    assert w["observed_throttles"].sum() == 0 and w["predicted_throttles"].sum() == 0
+
+
+def test_adjacent_windows_get_no_idle_rows(tmp_path):
+    path = tmp_path / "busy.parquet"
+    to_canonical(pd.DataFrame(calls(np.arange(10) * 6.0)), path)  # 2 calls per window
+    w = predict_as_recorded(path, TIER, pricing(), LimiterSettings()).per_window()
+    assert w["window_start_s"].tolist() == [0.0, 12.0, 24.0, 36.0, 48.0]
+    assert w["attempts"].tolist() == [2] * 5

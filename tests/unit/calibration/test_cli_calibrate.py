@@ -7,9 +7,11 @@ refunds to the origin window)."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -116,3 +118,117 @@ def test_user_errors_exit_2(sample, tmp_path):
     result = CliRunner().invoke(main, ["calibrate", str(tmp_path / "none.parquet"),
                                        "--tier", "RPC"])
     assert result.exit_code == 2 and "no such file" in result.output
+
+
+# -- issue 33: impossible inputs, a blind trace, a poor fit, one calibration per folder ---
+
+def canonical(tmp_path, rows, name="t") -> Path:
+    """A canonical trace from ``rows`` (dicts of canonical columns)."""
+    csv = tmp_path / f"{name}.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    path = tmp_path / f"{name}.parquet"
+    import_trace(csv, path)
+    return path
+
+
+def calls(n, status=200, api="rpc", method="svc_call", every_s=0.4, offset_s=0.0):
+    return [{"timestamp": pd.Timestamp("2024-05-01T12:00:00Z")
+             + pd.Timedelta(seconds=offset_s + k * every_s), "api": api, "method": method,
+             "key": "k" * 32, "status": status, "latency_ms": 50.0} for k in range(n)]
+
+
+@pytest.mark.parametrize("table, field", [
+    ("[pricing.rpc.method_cu]\nsvc_call = -20\n", "rpc.method_cu.svc_call"),
+    ("[rpc.method_cu]\nsvc_call = -20\n", "rpc.method_cu.svc_call"),  # bare keys too
+    ("[pricing.sizing.profile_gas_cap]\nfast = -1\n", "sizing.profile_gas_cap.fast"),
+])
+def test_a_negative_start_price_is_a_user_error(tmp_path, table, field):
+    trace = canonical(tmp_path, calls(30))
+    prices = tmp_path / "prices.toml"
+    prices.write_text(table, encoding="utf-8")
+    out = tmp_path / "cal"
+    result = run(trace, "--tier", "RPC", "--pricing", prices, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert f"{prices}: {field}: " in result.output and "greater than or equal to 0" in \
+        result.output
+    assert not out.exists()
+
+
+def test_a_trace_without_statuses_is_an_error_and_writes_nothing(tmp_path):
+    trace = canonical(tmp_path, calls(40, status=None))
+    out = tmp_path / "cal"
+    result = run(trace, "--tier", "RPC", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert f"{trace}: status: no attempt has a status the CU window decided" in result.output
+    assert "40 rows: no status recorded" in result.output
+    assert "nan" not in result.output and not out.exists()
+
+
+def test_a_poor_fit_says_so_and_names_the_tier(tmp_path):
+    # 100 admitted search calls replayed against 'RPC', which has no search API: each is
+    # predicted 402, none agrees (0 % after)
+    trace = canonical(tmp_path, calls(100, api="search", method="GET /v1/blocks"))
+    out = tmp_path / "cal"
+    result = run(trace, "--tier", "RPC", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "0.00 % after" in result.output and "verdict: poor fit" in result.output
+    assert "check --tier" in result.output
+    doc = json.loads((out / "calibration.json").read_text())
+    assert doc["verdict"] == "poor fit"
+    assert "POOR FIT" in (out / "pricing.toml").read_text()
+    assert "verdict: **poor fit**" in (out / "report.md").read_text()
+
+
+def test_the_folder_is_locked_before_the_fit_not_at_write_time(tmp_path, monkeypatch):
+    """Two calibrations into one folder: the second must stop at once (exit 2), not fit
+    for minutes and then replace the first one's folder. The lock file beside the folder
+    is held by another process; the fit must not even start. And while a calibration
+    fits, it holds that lock."""
+    import fcntl
+    import subprocess
+    import sys
+
+    import sim.calibration
+
+    trace = canonical(tmp_path, calls(30))
+    out = tmp_path / "cal"
+    lock = tmp_path / ".cal.lock"
+    real = sim.calibration.calibrate
+    fitted = []
+
+    def spy(*args, **kwargs):
+        fd = os.open(lock, os.O_RDWR)
+        try:  # the lock is already taken by this calibration: a second one cannot take it
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        fitted.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sim.calibration, "calibrate", spy)
+    assert lock.exists() is False
+    assert run(trace, "--tier", "RPC", "--out", out).exit_code == 0
+    assert fitted == [1]
+    hold = ("import fcntl, sys\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+            "print('locked', flush=True)\nsys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(lock)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = (out / "calibration.json").read_bytes()
+        result = run(trace, "--tier", "RPC", "--out", out)
+        assert result.exit_code == 2, result.output
+        assert "another capsim run is writing this report folder" in result.output
+        assert fitted == [1]  # the second calibration never started fitting
+        assert (out / "calibration.json").read_bytes() == before
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def test_a_missing_trace_creates_nothing_beside_the_folder(tmp_path):
+    # the lock is taken before the fit, but only once the trace opens
+    result = run(tmp_path / "none.parquet", "--tier", "RPC", "--out", tmp_path / "new" / "cal")
+    assert result.exit_code == 2 and "no such file" in result.output
+    assert not (tmp_path / "new").exists()

@@ -90,3 +90,46 @@ def test_custom_tiers_are_one_catalogue_for_the_run_the_accounts_and_a_selection
     assert account_tiers(loaded, loaded.tiers[0]) == (loaded.tiers[0], big)
     # a tier selection may pick a custom tier the scenario's ``tiers`` left out
     assert load_scenario(loaded, tiers=["Big"]).tiers == (big,)
+
+
+@pytest.mark.parametrize("tiers, where", [
+    (["RPC", "RPC"], "tiers[1]"),
+    (["RPC", "Search", "rpc"], "tiers[2]"),  # tier names are found case-insensitively
+    (["Big", "RPC", "Big"], "tiers[2]"),  # a custom tier too
+])
+def test_a_tier_listed_twice_is_a_user_error_at_validation(tmp_path, tiers, where):
+    """Two results under one name would reach every table and crash after simulating
+    (issue 33): refused by ``capsim validate``, naming the file, line and entry."""
+    from click.testing import CliRunner
+    from scenarios import write_scenario
+
+    from sim.cli.main import main
+
+    path = write_scenario(tmp_path, tiers=tiers, tables='[[custom_tiers]]\nname = "Big"\n'
+                                                        'cu_per_window = 5000\n')
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}:" in result.output and where in result.output
+    assert "expected each tier once" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("names, where, other", [
+    (["RPC"], "custom_tiers[0].name", "the catalog tier 'RPC'"),
+    (["all 3 apis"], "custom_tiers[0].name", "the catalog tier 'All 3 APIs'"),
+    (["Big", "Small", "big"], "custom_tiers[2].name", "custom_tiers[0]"),
+])
+def test_a_custom_tier_named_like_another_tier_is_a_user_error(tmp_path, names, where, other):
+    """A custom tier another tier's name also picks (find_tier ignores case and
+    punctuation) put two tiers of one name in the run, which crashed after simulating."""
+    from click.testing import CliRunner
+    from scenarios import write_scenario
+
+    from sim.cli.main import main
+
+    customs = "".join(f'[[custom_tiers]]\nname = "{n}"\ncu_per_window = 5000\n' for n in names)
+    path = write_scenario(tmp_path, tiers=None, tables=customs)
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}:" in result.output and where in result.output
+    assert f"{other} already has it" in result.output

@@ -20,6 +20,7 @@ from scenarios import write_scenario
 
 from sim.cli.main import main
 from sim.config.pricing import default_pricing_table
+from sim.core.errors import CapsimError
 from sim.jobs.headroom import find_headroom
 
 C = Fraction(default_pricing_table()["rpc"]["method_cu"]["svc_call"])
@@ -140,3 +141,48 @@ def test_cli_headroom_json_and_run_headroom(tmp_path):
     assert "Mine: meets the SLO up to 1.6" in r.output
     r = CliRunner().invoke(main, ["headroom", str(path), "--tolerance", "0"])
     assert r.exit_code == 2
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    # 1 + 1e-17 == 1 in floating point: hi / lo <= 1 + tolerance only once lo == hi,
+    # which the geometric mean of two neighbouring floats may never reach
+    ({"tolerance": 1e-17}, "--tolerance"),
+    ({"tolerance": 0.0009}, "--tolerance"),  # below the documented 0.001
+    ({"tolerance": float("nan")}, "--tolerance"),
+    ({"max_load": float("inf")}, "--max-load"),
+    ({"max_load": 2e6}, "--max-load"),  # above the documented 1e6
+    ({"replications": 101}, "--replications"),  # above the documented 100
+])
+def test_a_search_that_could_not_end_is_refused_before_it_starts(tmp_path, kwargs, field):
+    # the scenario does not exist: a search that started would fail on it instead
+    with pytest.raises(CapsimError) as err:
+        find_headroom(str(tmp_path / "missing.toml"), **kwargs)
+    assert err.value.field == field and "expected" in err.value.message
+
+
+def test_a_tier_without_the_api_breaks_on_the_failure_rate_and_says_why(tmp_path):
+    """Issue 29 part 5: RPC calls on a tier with only the search API get 402 each, so no
+    request succeeds at any load. The p99 is then undefined, a consequence of the
+    failures: what breaks is the failure rate (1.0, over the limit), because the API is
+    not in the tier's selection -- not "p99 latency" with no value."""
+    path = scenario(tmp_path, rate="1", limit=100_000, slo_failure=0.001)
+    text = path.read_text().replace('name = "Mine"\n', 'name = "Mine"\napis = ["search"]\n')
+    path.write_text(text)
+    lines: list[str] = []
+    doc = find_headroom(path, min_load=0.25, progress=lines.append)
+    (entry,) = doc.tiers
+    assert entry.headroom is None and entry.next_load == 0.25
+    assert entry.breaks_first == "failure_rate"
+    assert entry.value == 1.0 and entry.limit == 0.001
+    assert entry.cause == "402: the API is not in this tier's selection"
+    assert entry.decided_by == "API"
+    assert ("failure rate breaks first (402: the API is not in this tier's selection)"
+            in entry.describe())
+    # one progress line per load evaluated: 1, 0.5, 0.25
+    assert len(lines) == entry.evaluations == 3
+    assert lines[0].startswith("headroom: Mine at 1× today's load: fails: API")
+    r = CliRunner().invoke(main, ["headroom", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    (entry,) = json.loads(r.output)["tiers"]
+    assert entry["breaks_first"] == "failure_rate" and entry["value"] == 1.0
+    assert "headroom: Mine" not in r.output  # no progress off a terminal

@@ -117,6 +117,20 @@ def test_a_changed_scenario_is_noted_and_still_compared():
     assert [(c.tier, c.metric) for c in cmp.regressions] == [("t", "throttle_rate")]
 
 
+@pytest.mark.parametrize("reps", [101, 100_000])
+def test_a_baseline_asking_for_too_many_replications_is_a_user_error(reps):
+    """``capsim check`` replays a baseline's replications: a hand-edited 100000 would run
+    the scenario 100000 times. At most 100, as ``--replications`` and ``[check]``."""
+    data = json.loads(snapshot({"t": {}}, "t").to_json())
+    data["replications"] = reps
+    with pytest.raises(CapsimError) as err:
+        parse_baseline(json.dumps(data), file="bl.json")
+    assert (err.value.file, err.value.field) == ("bl.json", "replications")
+    assert "100" in err.value.message
+    data["replications"] = 100
+    assert parse_baseline(json.dumps(data), file="bl.json").replications == 100
+
+
 def test_baseline_text_is_sorted_rounded_and_round_trips():
     b = snapshot({"t": {"latency_p99_ms": rounded(1234.56789123)}}, "t")
     text = b.to_json()

@@ -156,7 +156,9 @@ def test_comparison_draws_every_slo_and_price_and_the_recommendation(output):
     assert rec == "Professional bundle"
     fig = plots.comparison_figure(tiers, slo, rec)
     axes = fig.axes
-    limits = (slo.max_throttle_rate, slo.max_failure_rate, slo.p99_latency_ms)
+    # The fourth panel: the hours the daily allowance lasts, against a day.
+    limits = (slo.max_throttle_rate, slo.max_failure_rate, slo.p99_latency_ms, 24.0)
+    assert slo.allowance_must_last_day  # so the allowance panel is an SLO criterion too
     for ax, limit in zip(axes, limits, strict=True):
         hlines = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [limit, limit]]
         assert len(hlines) == 1, limit
@@ -166,7 +168,7 @@ def test_comparison_draws_every_slo_and_price_and_the_recommendation(output):
         assert label.replace("\n", " ").startswith(t.tier)
         assert f"${t.monthly_usd:,.0f}/mo" in label
         assert ("recommended" in label) == (t.tier == rec)
-    # Read the recommendation off the plot: the leftmost tier whose three bars are green.
+    # Read the recommendation off the plot: the leftmost tier whose four bars are green.
     green = to_rgba("tab:green")
     colours = [_bar_colours(ax) for ax in axes]
     all_green = [all(c[i] == green for c in colours) for i in range(len(tiers))]
