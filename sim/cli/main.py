@@ -229,6 +229,9 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
         click.echo(row)
     for note in verdict_notes(result.summary.tiers):
         click.echo(note)
+    for note in result.summary.notes:  # the notes that warn (replayed traffic's scaling)
+        if note.startswith("warning: "):
+            click.echo(note)
     rec = result.summary.recommended
     click.echo(f"\nrecommended tier: {rec.tier or 'none'} ({rec.reason})")
     if (assumed := assumption_line(result.summary)) is not None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _NonNegative = Annotated[FiniteFloat, Field(ge=0)]
 _Weights = Annotated[tuple[_NonNegative, ...], Field(min_length=24, max_length=24)]
+HourlyWeights = _Weights  # 24 non-negative numbers, one per UTC hour (also replay's)
 
 
 class RateProfile(NamedTuple):

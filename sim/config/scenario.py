@@ -22,7 +22,7 @@ from ..core.vocabulary import (
     SIZE_METHOD,
     WINDOW_S,
 )
-from .arrivals import ArrivalProcess
+from .arrivals import ArrivalProcess, HourlyWeights
 from .check import CheckSettings
 from .distributions import Beta, Distribution, IntUniform, LogNormal
 from .strict_types import STRICT_CONFIG, FiniteFloat, StrictBool, StrictInt
@@ -182,6 +182,12 @@ class Replay(Strict):
     drop_recorded_retries: StrictBool = True
     # recorded JSON-RPC method -> scenario method; "*" maps every other recorded method
     method_map: dict[str, str] = Field(default_factory=dict)
+    # scaling a short recording (sim/traces/tiling.py): loop it over the run, spread the
+    # load multiplier's copies over its period, thin the loops by the UTC hour
+    repeat: Literal["none", "tile"] = "none"
+    period_s: FiniteFloat | None = Field(default=None, gt=0)
+    copies_spread: Literal["window", "period"] = "window"
+    hourly_weights: HourlyWeights | None = None
 
     @field_validator("method_map")
     @classmethod
@@ -190,6 +196,20 @@ class Replay(Strict):
             if not recorded.strip() or not target.strip():
                 raise ValueError("expected non-empty method names")
         return value
+
+    @model_validator(mode="after")
+    def _scaling(self):
+        if self.hourly_weights is not None:
+            if self.repeat != "tile":
+                raise ValueError('hourly_weights thin the loops of repeat = "tile": expected '
+                                 'repeat = "tile" with hourly_weights')
+            if max(self.hourly_weights) <= 0:
+                raise ValueError("expected hourly_weights with at least one positive weight")
+        if self.period_s is not None and self.repeat != "tile" and (
+                self.copies_spread != "period"):
+            raise ValueError('period_s is the loop length of repeat = "tile" and the span of '
+                             'copies_spread = "period": expected one of them with period_s')
+        return self
 
 
 class Source(Strict):

@@ -125,6 +125,8 @@ class Rng(StrEnum):
     SERVICE = "service"  # service times
     REPLAY = "replay"  # thinning and jitter of a replayed trace
     REPLAY_FILL = "replay-fill"  # values a replayed trace does not record
+    SPREAD = "spread"  # offsets of a replayed trace's copies spread over its period
+    TILE = "tile"  # which loops of a tiled trace the hourly weights keep
     WS_ARRIVAL = "arrival"  # an open-loop websocket client's session arrivals
     SESSION = "session"  # websocket session lengths
     GAP = "gap"  # a closed-loop connection's wait before it reconnects
@@ -155,6 +157,8 @@ RANDOM_STREAMS: dict[tuple[Rng | type, ...], str] = {
     (_R.SOURCE, str, _R.WORKER, int, _R.SERVICE, str): "a worker's service times of a method",
     (_R.SOURCE, str, _R.REPLAY): "a replayed trace's thinning and jitter",
     (_R.SOURCE, str, _R.REPLAY_FILL): "values a replayed trace lacks",
+    (_R.SOURCE, str, _R.REPLAY, _R.SPREAD): "a replayed trace's copies spread over its period",
+    (_R.SOURCE, str, _R.REPLAY, _R.TILE): "which loops of a tiled trace are kept by the hour",
     (_R.WS, _R.CLIENT, str, int, _R.FAULTS): "a connection's drops",
     (_R.WS, _R.CLIENT, str, int, _R.RECONNECT): "a connection's reconnect jitter",
     (_R.WS, _R.CLIENT, str, int, _R.STALE): "a connection's stale slot times",

@@ -31,17 +31,19 @@ DAY_S = 86400.0
 
 
 def allowance_lasts_h(allowance_cu: float | None, daily_used: dict[int, float],
-                      duration_s: float) -> float | None:
+                      duration_s: float, covered_s: float | None = None) -> float | None:
     """Hours a daily allowance lasts at a run's rate of charged CU: the allowance over the
     CU the allowance counted in the run (every day's) per simulated hour. None for a run
     of a day or more (it saw whole days: ``ran_out_at`` says), without an allowance, or
-    when nothing was charged (it would last for ever)."""
+    when nothing was charged (it would last for ever). ``covered_s``: the seconds with
+    traffic when a replayed trace ends before the run (the rate is over them)."""
     if allowance_cu is None or duration_s >= DAY_S:
         return None
     charged = sum(daily_used.values())
     if charged <= 0.0:
         return None
-    return _r(allowance_cu / (charged / (duration_s / 3600.0)), 3)
+    hours = (covered_s if covered_s is not None else duration_s) / 3600.0
+    return _r(allowance_cu / (charged / hours), 3)
 
 
 class _AccountTotals:
@@ -117,7 +119,7 @@ def plan_summary(result: TierResult, plan: Plan) -> PlanSummary | None:
                 ran_out_at=None if ran_out is None else
                 (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
                 lasts_h=allowance_lasts_h(res.daily_allowance_cu, res.daily_used,
-                                          sc.duration_s)),
+                                          sc.duration_s, plan.covered_s)),
             connections_opened=res.connections.opened,
             refused_430=int(outcomes[rc.CONN_430]),
             ws_handshakes_ok=int(totals.handshakes[i + 1][rc.OK]),

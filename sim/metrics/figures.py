@@ -96,7 +96,7 @@ def tier_summary(result: TierResult, plan: Plan,
             "used_cu": _r(daily_used),
             "ran_out_at": None if ran_out is None
             else (sc.start + timedelta(seconds=ran_out)).isoformat().replace("+00:00", "Z"),
-            "lasts_h": _lasts_h(result, sc.duration_s),
+            "lasts_h": _lasts_h(result, sc.duration_s, plan.covered_s),
         },
         "retry_budget_refusals": result.retry_budget_refusals,
         "connections": _connections(result, a),
@@ -110,15 +110,18 @@ def tier_summary(result: TierResult, plan: Plan,
     return TierSummary.model_validate(summary)
 
 
-def _lasts_h(result: TierResult, duration_s: float) -> float | None:
-    """How long the daily allowance lasts at this run's rate (runs shorter than a day);
+def _lasts_h(result: TierResult, duration_s: float, covered_s: float | None) -> float | None:
+    """How long the daily allowance lasts at this run's rate (runs shorter than a day;
+    over the seconds with traffic when a replayed trace ends early: ``covered_s``);
     with several accounts, each has its own allowance: the one that lasts least."""
-    per_account = [allowance_lasts_h(a.daily_allowance_cu, a.daily_used, duration_s)
+    per_account = [allowance_lasts_h(a.daily_allowance_cu, a.daily_used, duration_s,
+                                     covered_s)
                    for a in (result.accounts or [])]
     if len(per_account) > 1:
         known = [h for h in per_account if h is not None]
         return min(known, default=None)
-    return allowance_lasts_h(result.daily_allowance_cu, result.daily_used, duration_s)
+    return allowance_lasts_h(result.daily_allowance_cu, result.daily_used, duration_s,
+                             covered_s)
 
 
 def _websockets(result: TierResult, settled_total: float) -> WebsocketsSummary | None:

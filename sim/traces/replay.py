@@ -31,6 +31,10 @@ the kept rows only. Transforms, in this order:
    relative to window boundaries: the epoch time of a request at speed 1 becomes
    ``t0_ns + t_s * 1e9``, its recorded time plus the shift.
 
+:class:`ReplayStream` can also loop the recording over the run and spread the copies
+over its period instead of 12 s (:mod:`.tiling`: ``repeat``, ``copies_spread``, its
+:class:`~sim.traces.tiling.Scaling`); without one it gives exactly the rows above.
+
 The result is sorted by ``t_s`` (stable: copy order, then time order, breaks ties).
 """
 
@@ -50,6 +54,14 @@ import pyarrow.compute as pc
 from ..core.errors import CapsimError
 from ..core.vocabulary import LIMIT_STATUSES
 from .schema import APIS, open_trace
+from .tiling import (
+    Scaling,
+    merged_copies,
+    period_offsets,
+    recording_period,
+    spread_apart,
+    tiled_rows,
+)
 
 SHIFT_RANGE_S = 12.0
 _HEX_VALUES = np.zeros(256, dtype=np.uint8)
@@ -456,9 +468,11 @@ class ReplayStream:
                  load_multiplier: float = 1.0, phase_shift_s: float = 0.0,
                  time_range_s: tuple[float, float] | None = None,
                  drop_recorded_retries: bool = True, retry_window_s: float = 60.0,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, scaling: Scaling | None = None) -> None:
         _check(speed, load_multiplier, phase_shift_s, time_range_s, retry_window_s)
         self.path = path
+        self.scaling = scaling or Scaling()
+        self._period_s: float | None = self.scaling.period_s
         self.speed, self.k, self.shift = speed, load_multiplier, phase_shift_s
         self.time_range_s = time_range_s
         self.drop_retries = drop_recorded_retries
@@ -472,8 +486,25 @@ class ReplayStream:
             self.groups = row_group_ranges(pf)
             sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
             self._first_row = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+            self.file_rows = int(pf.metadata.num_rows)
         finally:
             pf.close()
+
+    def period_s(self) -> float:
+        """The recording's period (:mod:`.tiling`): ``period_s`` when given, else from one
+        pass over the rows left after the time range and the recorded retries."""
+        if self._period_s is None:
+            first = last = None
+            rows = 0
+            for got in self._base_rows(math.inf):
+                first = int(got["t"][0]) if first is None else first
+                last = int(got["t"][-1])
+                rows += len(got["t"])
+            self.dropped_retries = 0
+            self._period_s = recording_period(first or 0, last or 0, rows, self.speed,
+                                              file=self.scaling.file,
+                                              field=self.scaling.field)
+        return self._period_s
 
     @property
     def names(self) -> dict[str, list[str]]:
@@ -489,19 +520,33 @@ class ReplayStream:
     # the pipeline: groups in time order -> retries dropped -> copies merged
     def chunks(self, until_s: float = math.inf) -> Iterator[dict[str, np.ndarray]]:
         rng = copy.deepcopy(self._rng)
+        scaling = self.scaling
+        if scaling.uses_period:
+            self.period_s()  # its own pass first, if it needs one
         self.dropped_retries = 0
-        base = self._base_rows(until_s)
+        n_full = math.floor(self.k)
+        frac = self.k - n_full
+        n_copies = n_full + (1 if frac > 0 else 0)
+        if spread_apart(self, n_copies):
+            offsets = period_offsets(n_copies, self.period_s(),
+                                     copy.deepcopy(scaling.spread_rng))
+            yield from merged_copies(self, until_s, offsets, n_full if frac > 0 else -1,
+                                     frac, rng)
+            return
+        base = self.copy_rows(until_s)
         first = next(base, None)
         if first is None:
             self.t0_ns = 0
             return
         self.t0_ns = t0 = int(first["t"][0])
-        n_full = math.floor(self.k)
-        frac = self.k - n_full
-        offsets = [0.0] + [float(rng.uniform(0.0, SHIFT_RANGE_S)) for _ in range(1, n_full)]
-        if frac > 0 and n_full >= 1:
-            offsets.append(float(rng.uniform(0.0, SHIFT_RANGE_S)))
-        n_copies = n_full + (1 if frac > 0 else 0)
+        if scaling.copies_spread == "period":
+            offsets = period_offsets(n_copies, self.period_s(),
+                                     copy.deepcopy(scaling.spread_rng))
+        else:
+            offsets = [0.0] + [float(rng.uniform(0.0, SHIFT_RANGE_S))
+                               for _ in range(1, n_full)]
+            if frac > 0 and n_full >= 1:
+                offsets.append(float(rng.uniform(0.0, SHIFT_RANGE_S)))
         thin = n_full if frac > 0 else -1
         pend: dict[str, np.ndarray] | None = None
         ptr = [0] * n_copies
@@ -513,6 +558,8 @@ class ReplayStream:
         for got in itertools.chain(pieces(), [None]):
             if got is not None:
                 got["b"] = (got["t"] - t0).astype(np.float64) / 1e9 / self.speed
+                if "tile_b" in got:  # the loop's shift (.tiling)
+                    got["b"] += got.pop("tile_b")
                 if thin >= 0:
                     got["thin"] = rng.random(len(got["t"])) < frac
                 pend = got if pend is None else {
@@ -549,6 +596,13 @@ class ReplayStream:
                 ptr = [p - lo for p in ptr]
             if bound >= until_s:
                 break
+
+    def copy_rows(self, until_s: float, count: bool = True
+                  ) -> Iterator[dict[str, np.ndarray]]:
+        """The rows one copy replays, before its offset: the base rows, looped when tiled."""
+        if self.scaling.tiled:
+            return tiled_rows(self, self.scaling, until_s, count)
+        return self._base_rows(until_s, count)
 
     def _rows_in_order(self, read_lo, hi) -> Iterator[dict[str, np.ndarray]]:
         """Trace rows (needed columns) in time order, stable, a merge of row groups."""
@@ -623,8 +677,10 @@ class ReplayStream:
             got = {name: arr[order] for name, arr in got.items()}
         return got
 
-    def _base_rows(self, until_s: float) -> Iterator[dict[str, np.ndarray]]:
-        """Rows left after the time range and the recorded retries, in time order."""
+    def _base_rows(self, until_s: float, count: bool = True
+                   ) -> Iterator[dict[str, np.ndarray]]:
+        """Rows left after the time range and the recorded retries, in time order
+        (``count``: add the retries dropped to :attr:`dropped_retries`)."""
         start_ns = min((g[1] for g in self.groups), default=None)
         lo = hi = None
         if start_ns is not None and self.time_range_s is not None:
@@ -656,7 +712,8 @@ class ReplayStream:
                         both["sig"][idx], both["has_hash"][idx], both["throttled"][idx],
                         self.window_ns)
                     retry = retry[n_carry:] & keep
-                    self.dropped_retries += int(retry.sum())
+                    if count:
+                        self.dropped_retries += int(retry.sum())
                     keep &= ~retry
                 # the rows that can still mark a later row (refused, within the window of
                 # the last time; without a body hash, only the last row of its group)

@@ -40,6 +40,7 @@ from ..core.rng import stream
 from ..core.vocabulary import SIZE_METHOD, STREAM_API, STREAM_NAMES, Rng
 from .arrivals import ArrivalStream, arrival_count
 from .load import load_note, scale_scenario
+from .replay_scaling import coverage
 from .replay_source import TraceFeed, extra_methods, scan_source_trace, trace_keys
 
 _CU_DECIMALS = 6  # costs are rounded so that window sums compare as on paper
@@ -97,6 +98,9 @@ class Plan:
     traces: dict[int, TraceFeed] = field(default_factory=dict)
     closed_sources: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: seconds with traffic when traces, the only demand, end before the run (else None):
+    #: the allowance's hours are over them (:func:`~sim.workload.replay_scaling.coverage`)
+    covered_s: float | None = None
 
     @property
     def scenario(self) -> Scenario:
@@ -273,13 +277,15 @@ def build_plan(loaded: LoadedScenario) -> Plan:
     closed = [i for i, src in enumerate(sc.sources) if src.workers is not None]
     feeds = {i: TraceFeed(scan, tables, loaded, {**sc.methods, **extra}, notes)
              for i, scan in scans.items()}
+    covered_s, ends = coverage(sc, scans)
+    notes += ends
     # Closed-loop request ids follow the open-loop ones: count them first (arrival
     # instants only, drawn and dropped chunk by chunk).
     open_count = sum(f.count for f in feeds.values()) + sum(
         arrival_count(src.arrival, stream(sc.seed, Rng.SOURCE, src.name, Rng.ARRIVALS),
                       sc.duration_s, sc.day_offset_s)
         for src in sc.sources if src.workers is None and src.trace is None)
-    return Plan(loaded, tables, open_count, feeds, closed, notes)
+    return Plan(loaded, tables, open_count, feeds, closed, notes, covered_s)
 
 
 _COLUMNS = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")

@@ -14,6 +14,7 @@ the report's notes, never dropped silently.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..core.pseudonyms import pseudonym
 from ..core.rng import stream
 from ..core.vocabulary import APIS, SIZE_METHOD, Rng
 from .method_map import WILDCARD, check_targets, describe
+from .replay_scaling import replay_scaling, stacking_note
 
 _CU_DECIMALS = 6
 
@@ -55,7 +57,8 @@ class TraceScan:
             trace_path(src, index, loaded.path), speed=r.speed,
             load_multiplier=r.load_multiplier, phase_shift_s=r.phase_shift_s,
             time_range_s=r.time_range_s, drop_recorded_retries=r.drop_recorded_retries,
-            rng=stream(sc.seed, Rng.SOURCE, src.name, Rng.REPLAY))
+            rng=stream(sc.seed, Rng.SOURCE, src.name, Rng.REPLAY),
+            scaling=replay_scaling(src, sc, index, loaded.path))
         rpc, streams = APIS.index("rpc"), APIS.index("streams")
         self.rpc_rows = _Counts()  # rows per raw method code, RPC rows
         self.other_rows = _Counts()  # the same, rows of other APIs but streams
@@ -64,6 +67,10 @@ class TraceScan:
         self.keys = _Counts()
         self.regions = _Counts()
         self.n_ws = self.n_late = 0
+        # replayed rows' first and last times; copy 0 (the recording once, or its loops):
+        # rows and first and last times, whatever the duration (.replay_scaling's warnings)
+        self.first_s, self.last_s = math.inf, -math.inf
+        self.copy0_rows, self.copy0_first_s, self.copy0_last_s = 0, math.inf, -math.inf
         self.sized_profiles: dict[int, None] = {}  # replayed sizing rows' lists, first seen
         sized_other = _Lut(lambda name: name == SIZE_METHOD)
         sized_rpc = _Lut(lambda name: self.mapped(name) == SIZE_METHOD)
@@ -74,6 +81,15 @@ class TraceScan:
             kept = ~is_ws & (ch["t_s"] < self.duration_s)
             self.n_ws += int(is_ws.sum())
             self.n_late += int((~is_ws).sum() - kept.sum())
+            t_kept = ch["t_s"][kept]
+            if len(t_kept):
+                self.first_s = min(self.first_s, float(t_kept[0]))
+                self.last_s = max(self.last_s, float(t_kept[-1]))
+            t0 = ch["t_s"][~is_ws & (ch["copy"] == 0)]
+            if len(t0):
+                self.copy0_rows += len(t0)
+                self.copy0_first_s = min(self.copy0_first_s, float(t0[0]))
+                self.copy0_last_s = max(self.copy0_last_s, float(t0[-1]))
             self.rpc_rows.add(method[is_rpc])
             self.other_rows.add(method[other])
             self.kept_rpc.add(method[kept & is_rpc])
@@ -159,6 +175,9 @@ def scan_source_trace(src: Source, index: int, loaded, notes: list[str] | None =
     if notes is not None:
         notes += describe(src.name, scan.listing(), src.replay.method_map, set(sc.methods),
                           loaded.pricing.rpc.cost)
+        stacked = stacking_note(scan)
+        if stacked:
+            notes.append(stacked)
     return scan
 
 

@@ -15,7 +15,12 @@ parent and in each worker; :class:`~sim.traces.replay.ReplayStream`).
 * a trace source: the file's row count (Parquet metadata) times ``load_multiplier``
   requests; in memory, the rows of its largest set of row groups whose time ranges
   overlap (one group for a trace in time order; the Parquet statistics), times the
-  copies of ``load_multiplier``, not its whole length;
+  copies of ``load_multiplier``, not its whole length; ``repeat = "tile"`` multiplies
+  the requests by the loops that start in the run (from the file's first and last times,
+  no hourly thinning: an upper bound), and a recording of at most
+  :data:`~sim.traces.tiling.HOLD_ROWS` rows held for every loop, or whose copies spread
+  over its period, is counted whole in memory (a longer one is read by a pass per loop
+  and per copy, a row group each: :func:`_trace_rows`);
 * ``[[streams]]``: handshakes (one per connection, plus one per session, drop and
   scheduled blip) and the deliveries of the published events to each connection;
 * requests queued for an HTTP/2 stream (:func:`_queued`): a client's pool to one
@@ -282,23 +287,53 @@ def _workers(sc: Scenario, src: Source) -> float:
 
 def _trace_rows(loaded: LoadedScenario, src: Source, index: int) -> tuple[float, float]:
     """``(requests, rows held at once)`` of a trace source: every row of the file times
-    ``load_multiplier``; held, the rows of the largest set of row groups that overlap in
-    time (what :class:`~sim.traces.replay.ReplayStream` reads together) times the copies."""
+    ``load_multiplier``, times the loops of ``repeat = "tile"``; held, the rows of the
+    largest set of row groups that overlap in time (what
+    :class:`~sim.traces.replay.ReplayStream` reads together) times the copies, plus the
+    whole recording when a short one is held for every loop or its copies spread over
+    its period (the one-pass merge then keeps up to a period of rows)."""
     import pyarrow.parquet as pq
 
     from ..traces.replay import max_overlap_rows, row_group_ranges
+    from ..traces.tiling import HOLD_ROWS
     from .replay_source import trace_path
 
     try:
         with pq.ParquetFile(trace_path(src, index, loaded.path)) as pf:
             rows = pf.metadata.num_rows
-            held = max_overlap_rows(row_group_ranges(pf))
+            groups = row_group_ranges(pf)
+            held = max_overlap_rows(groups)
     except CapsimError:
         raise
     except Exception:  # not a readable Parquet file: the trace loader says why
         return 0.0, 0.0
-    k = src.replay.load_multiplier
-    return rows * k, held * max(1, math.ceil(k))
+    r = src.replay
+    k = r.load_multiplier
+    copies = max(1, math.ceil(k))
+    requests, held = rows * k, held * copies
+    if r.repeat == "tile" and rows:
+        requests *= _loops(loaded, src, index, groups, rows)
+    if 0 < rows <= HOLD_ROWS and (r.repeat == "tile" or (r.copies_spread == "period"
+                                                          and copies > 1)):
+        held += rows  # held for every loop, or a period of it kept by the copies' merge
+    return requests, held
+
+
+def _loops(loaded: LoadedScenario, src: Source, index: int, groups, rows: int) -> int:
+    """Loops of a tiled trace over the run, at most: its period from the file's first and
+    last times (a time range shortens it to the range: more loops, each counted with every
+    row of the file, so never fewer requests than the run draws); no hourly thinning."""
+    from ..traces.tiling import recording_period
+
+    r, sc = src.replay, loaded.scenario
+    period = r.period_s
+    if period is None:
+        first, last = min(g[1] for g in groups), max(g[2] for g in groups)
+        period = recording_period(first, last, rows, r.speed, file=loaded.path,
+                                  field=f"sources[{index}].replay.period_s")
+        if r.time_range_s is not None:
+            period = min(period, (r.time_range_s[1] - r.time_range_s[0]) / r.speed)
+    return max(1, math.ceil((sc.duration_s - r.phase_shift_s) / period))
 
 
 def _streams(sc: Scenario) -> list[SourceSize]:

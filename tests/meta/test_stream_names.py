@@ -174,7 +174,11 @@ def _replay_scenario(tmp_path):
     return {
         "name": "replay", "duration": 60, "tiers": ["RPC"], "account": {"keys": ["x"]},
         "methods": {"svc_call": {"service_time": {"dist": "constant", "value": 0.01}}},
-        "sources": [{"name": "rec", "key": "x", "trace": str(tmp_path / "trace.parquet")}],
+        "sources": [{"name": "rec", "key": "x", "trace": str(tmp_path / "trace.parquet")},
+                    # looped, thinned by the hour, copies spread over the period
+                    {"name": "looped", "key": "x", "trace": str(tmp_path / "trace.parquet"),
+                     "replay": {"repeat": "tile", "period_s": 30, "load_multiplier": 2,
+                                "copies_spread": "period", "hourly_weights": [1] * 24}}],
     }
 
 
