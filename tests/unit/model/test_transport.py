@@ -13,10 +13,12 @@ from sim.workload.demand import build_plan
 
 
 def _run(n_at_once: int, *, http: str = "", limits: str = "", clients: int = 1,
-         version: str = "2", service_s: float = 1.0, at: list[float] | None = None):
-    """``n_at_once`` svc_call requests per source at t=0 (or at ``at``), ``clients`` sources."""
+         version: str = "2", service_s: float = 1.0, at: list[float] | None = None,
+         duration: float = 10, slot_s: float = 100.0):
+    """``n_at_once`` svc_call requests per source at t=0 (or at ``at``), ``clients`` sources,
+    a block every ``slot_s``."""
     times = at or [0.0]
-    raw = scenario_raw(duration=10, tiers=["Advanced bundle"], sources="", tables=f"""
+    raw = scenario_raw(duration=duration, tiers=["Advanced bundle"], sources="", tables=f"""
 [[regions]]
 name = "r"
 rtt_ms = 0
@@ -30,7 +32,7 @@ service_time = {{ dist = "constant", value = {service_s} }}
 """)
     raw["sources"] = [
         {"name": f"s{c}-{i}", "key": "k", "arrival": {"process": "block", "per_block": n_at_once,
-                                                   "slot_s": 100.0, "offset_s": t}}
+                                                   "slot_s": slot_s, "offset_s": t}}
         for c in range(clients) for i, t in enumerate(times)]
     loaded = validate(raw, "test")
     plan = build_plan(loaded)
@@ -135,3 +137,25 @@ arrival = { process = "constant", rate = 1 }
     assert np.isclose(a["stream_wait_s"][first], 0.2)
     assert np.isclose(a["t_end"][first] - a["t_send"][first], 0.3)
     assert (a["stream_wait_s"][a["t_send"] > a["t_send"][first]] == 0).all()
+
+
+def test_request_in_service_past_the_idle_deadline_keeps_its_connection_open():
+    # Idle timeout 60 s, service 90 s, a request every 70 s: at t=70 the connection's
+    # deadline (0 + 60) has passed while the first request is still in service with no
+    # reply yet. It is not idle: the second request reuses it (one stream of 32 busy),
+    # and so does the third (deadline 70 + 60 = 130, then the first reply's 90 + 60).
+    res = _run(1, service_s=90.0, duration=200, slot_s=70.0)
+    att = res.attempts
+    assert (att["outcome"] == rc.OK).all()
+    assert len(att["request_id"]) == 3  # sent at 0, 70 and 140
+    assert res.connections.opened == 1
+    assert res.connections.peak_active == 1
+
+
+def test_connection_in_service_past_its_deadline_closes_once_idle():
+    # Service 90 s, a block every 200 s: the first connection is still serving at its
+    # deadline (60), idle from its reply (90) and closed at 150, so the request at 200
+    # opens a second connection.
+    res = _run(1, service_s=90.0, duration=300, slot_s=200.0, http="max_connections = 1")
+    assert (res.attempts["outcome"] == rc.OK).all()
+    assert res.connections.opened == 2
