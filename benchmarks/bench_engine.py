@@ -154,7 +154,7 @@ def least_work(n: int = 200_000) -> dict[str, float]:
         nonlocal abuf, qbuf
         t = i * 1e-3
         abuf += apack(i, 1, 0, 1, 0, 0, t, t + 0.05, 0, 20.0, 18.0, nan, False, 0.0)
-        qbuf += qpack(i, 0, 1, t, t + 0.05, 0, 1)
+        qbuf += qpack(i, 0, 1, 0, t, t + 0.05, 0, 1)
         if len(abuf) >= abytes or len(qbuf) >= qbytes:
             flush()
 
