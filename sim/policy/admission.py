@@ -158,6 +158,29 @@ ORDER = AdmissionOrder()
 """The service's admission order (the one instance)."""
 
 
+def decide_handshake(now: float, slots: SlotPool, limiter: Limiter, connect_cu: float, *,
+                     key_ok: bool, api_in_tier: bool) -> tuple[int, float]:
+    """Decide a websocket handshake reaching the service at ``now`` in :data:`ORDER`:
+    key and API, a slot of ``slots`` (435 with the pool's Retry-After), then
+    ``connect_cu`` from ``limiter`` (a refusal gives the slot back). Returns the outcome
+    and its ``Retry-After`` (:data:`math.nan` for none). The one place a handshake is
+    decided: :meth:`Admission.handshake` (emulator, trace replay) and the SimPy model's
+    sessions (:mod:`sim.model.websockets.sessions`) both call it."""
+    outcome = ORDER.handshake_before_slots(key_ok=key_ok, api_in_tier=api_in_tier)
+    if outcome is not None:
+        return outcome, _NAN
+    ok, wait = slots.acquire(now)
+    if not ok:
+        return WS_435, float(wait)
+    outcome = ORDER.handshake_connect(limiter.spend(now, connect_cu))
+    if outcome == OK:
+        return OK, _NAN
+    slots.release_clean(now)
+    if outcome in ORDER.WINDOW_RETRY_AFTER:
+        return outcome, float(limiter.retry_after(now))
+    return outcome, _NAN
+
+
 class Decision(NamedTuple):
     """An attempt's outcome (an index into :data:`~sim.core.vocabulary.OUTCOMES`).
 
@@ -320,20 +343,10 @@ class Admission:
 
     def handshake(self, now: float, stream: str, *, key_ok: bool) -> Decision:
         """Decide a websocket handshake on ``stream`` (a stream name of the vocabulary)."""
-        refused = ORDER.handshake_before_slots(
-            key_ok=key_ok, api_in_tier=self.tier.includes(STREAM_API[stream]))
-        if refused is not None:
-            return _PLAIN[refused]
-        ok, wait = self.slots.acquire(now)
-        if not ok:
-            return Decision(WS_435, float(wait))
-        outcome = ORDER.handshake_connect(self.limiter.spend(now, self.connect_cu))
-        if outcome == OK:
-            return _PLAIN[OK]
-        self.slots.release_clean(now)
-        if outcome in ORDER.WINDOW_RETRY_AFTER:
-            return Decision(outcome, float(self.limiter.retry_after(now)))
-        return _PLAIN[outcome]
+        outcome, retry_after = decide_handshake(
+            now, self.slots, self.limiter, self.connect_cu, key_ok=key_ok,
+            api_in_tier=self.tier.includes(STREAM_API[stream]))
+        return _PLAIN[outcome] if retry_after is _NAN else Decision(outcome, retry_after)
 
     def websocket_closed(self, now: float, *, clean: bool, stale_expiry_s: float) -> None:
         """A live websocket ended: a clean close frees its slot at once, an unclean one

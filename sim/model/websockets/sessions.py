@@ -32,8 +32,8 @@ from ...config.tiers import Tier
 from ...config.websockets import StreamClient, StreamSource, WebsocketSettings
 from ...core.draws import BlockDraws
 from ...core.rng import stream
-from ...core.vocabulary import CLOSE_KINDS, OK, WS_435, Rng
-from ...policy.admission import ORDER
+from ...core.vocabulary import CLOSE_KINDS, OK, Rng
+from ...policy.admission import decide_handshake
 from ...policy.limiter import OK as LIM_OK
 from ...policy.limiters import Limiter
 from ...policy.retry import backoff_s
@@ -309,24 +309,15 @@ class Websockets:
     # -- the service side and the bookkeeping ---------------------------------------
 
     def _handshake(self, conn: _Conn, now: float) -> tuple[int, float]:
-        """Key, API selection, slot cap, connect CU (:data:`ORDER`); record and return
+        """Key, API selection, slot cap, connect CU (:func:`decide_handshake`); record and return
         (outcome, Retry-After)."""
-        ci, retry_after = conn.client, _NAN
-        outcome = ORDER.handshake_before_slots(key_ok=self._key_ok[ci],
-                                               api_in_tier=self._allowed[ci])
-        if outcome is None:
-            pool, lim = self.pools[self._acct[ci]], self._limiters[self._acct[ci]]
-            ok, wait = pool.acquire(now)
-            if not ok:
-                outcome, retry_after = WS_435, float(wait)
-            else:
-                outcome = ORDER.handshake_connect(lim.spend(now, self._connect_cu))
-                if outcome == OK:
-                    self.records.cu_connect += self._connect_cu
-                else:
-                    pool.release_clean(now)
-                    if outcome in ORDER.WINDOW_RETRY_AFTER:
-                        retry_after = float(lim.retry_after(now))
+        ci = conn.client
+        acct = self._acct[ci]  # -1 (no account): refused with 401 before its pool is asked
+        outcome, retry_after = decide_handshake(
+            now, self.pools[acct], self._limiters[acct], self._connect_cu,
+            key_ok=self._key_ok[ci], api_in_tier=self._allowed[ci])
+        if outcome == OK:
+            self.records.cu_connect += self._connect_cu
         self.records.handshake(now, ci, conn.idx, outcome, retry_after)
         return outcome, retry_after
 
