@@ -48,7 +48,10 @@ class AccountConnections:
             return False
         conn.refresh(now)
         if conn.active > 0:  # a long request outlived the timeout: idle from its reply on
-            conn.deadline = max(conn.releases) + conn.pool.idle_timeout_s
+            # A reply not sent yet has no release time: look again one timeout from now
+            # (by then its release is known, and the deadline moves to it plus a timeout).
+            last = max(conn.releases) if conn.releases else now
+            conn.deadline = last + conn.pool.idle_timeout_s
             self.schedule_close(conn)
             return False
         conn.closed = True

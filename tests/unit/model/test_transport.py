@@ -135,3 +135,28 @@ arrival = { process = "constant", rate = 1 }
     assert np.isclose(a["stream_wait_s"][first], 0.2)
     assert np.isclose(a["t_end"][first] - a["t_send"][first], 0.3)
     assert (a["stream_wait_s"][a["t_send"] > a["t_send"][first]] == 0).all()
+
+
+def test_a_request_in_service_past_the_idle_deadline_keeps_its_connection_open():
+    """Issue 31 ("fix on the way"): a 90-s request on a connection whose idle timeout is
+    60 s. At t = 70 s the next request finds the connection past its idle deadline with a
+    stream still open and no reply time known yet (the reply is sent at 90 s): capsim
+    crashed with ``max() arg is an empty sequence``. The connection is not idle while a
+    stream is open, so the next requests ride on it: one connection, every request answered."""
+    raw = scenario_raw(duration=200, tiers=["Advanced bundle"], sources="", tables="""
+[[regions]]
+name = "r"
+rtt_ms = 0
+[clients.default]
+retry = { policy = "none" }
+http = { idle_timeout_s = 60 }
+[methods.svc_call]
+service_time = { dist = "constant", value = 90.0 }
+""")
+    # one client, a request every 70 s: at 0 (replied at 90), 70 (at 160) and 140
+    raw["sources"] = [{"name": "s", "key": "k", "arrival": {
+        "process": "block", "per_block": 1, "slot_s": 70.0, "offset_s": 0.0}}]
+    res = TierRun(build_plan(validate(raw, "test")), find_tier("Advanced bundle")).run()
+    out = res.attempts["outcome"]
+    assert (out == rc.OK).all() and len(out) == 3
+    assert res.connections.opened == 1
