@@ -229,12 +229,20 @@ class Admission:
 
     @classmethod
     def for_scenario(cls, loaded: LoadedScenario, tier: Tier) -> Admission:
-        """The one account of ``loaded`` on ``tier``, configured from the scenario
-        (``[limiter]``, ``[ws]``, ``[http_limits]``, its methods and billed streams)."""
-        sc, pricing = loaded.scenario, loaded.pricing
-        if len(sc.account_list) > 1:
+        """The one account of ``loaded`` on ``tier`` (:meth:`for_account`), for the live
+        emulator and the agreement check, which serve one account."""
+        if len(loaded.scenario.account_list) > 1:
             raise CapsimError("the live emulator serves one account; expected [account] or "
                               "a single [[accounts]] entry", file=loaded.path, field="accounts")
+        return cls.for_account(loaded, tier)
+
+    @classmethod
+    def for_account(cls, loaded: LoadedScenario, tier: Tier) -> Admission:
+        """An account of ``loaded`` on ``tier``, configured from the scenario (``[limiter]``,
+        ``[ws]``, ``[http_limits]``, its methods and billed streams): the one place an
+        account's policy objects and prices are assembled, for the SimPy model (one per
+        account, :func:`sim.model.accounts.build_accounts`) and the emulator alike."""
+        sc, pricing = loaded.scenario, loaded.pricing
         return cls.for_tier(
             tier, pricing, sc.limiter, day_offset_s=sc.day_offset_s,
             slots=SlotPool(tier.ws_cap, sc.ws.retry_after_live_s),
