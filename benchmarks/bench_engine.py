@@ -150,11 +150,24 @@ def least_work(n: int = 200_000) -> dict[str, float]:
         _, conn = pool.acquire(now)
         conn.release_at(now + 0.002)
 
+    # One row of each table, its values named by column (the layout's one home is
+    # recorder.ATTEMPT_COLUMNS / REQUEST_COLUMNS: a column added there is filled here).
+    def attempt_values(i, t):
+        named = {"request_id": i, "attempt": 1, "method": 1, "t_send": t, "t_end": t + 0.05,
+                 "cu_reserved": 20.0, "cu_settled": 18.0, "retry_after_s": nan,
+                 "phantom": False, "stream_wait_s": 0.0}
+        return [named.get(name, 0) for name, _ in rc.ATTEMPT_COLUMNS]
+
+    def request_values(i, t):
+        named = {"request_id": i, "method": 1, "t_first": t, "t_end": t + 0.05,
+                 "attempts": 1}
+        return [named.get(name, 0) for name, _ in rc.REQUEST_COLUMNS]
+
     def rows(i):
         nonlocal abuf, qbuf
         t = i * 1e-3
-        abuf += apack(i, 1, 0, 1, 0, 0, t, t + 0.05, 0, 20.0, 18.0, nan, False, 0.0)
-        qbuf += qpack(i, 0, 1, 0, t, t + 0.05, 0, 1)
+        abuf += apack(*attempt_values(i, t))
+        qbuf += qpack(*request_values(i, t))
         if len(abuf) >= abytes or len(qbuf) >= qbytes:
             flush()
 

@@ -182,7 +182,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     from ..api import run as run_scenario
     from ..report.folder import ReportFolder
     from ..report.how_sure import verdict_line
-    from ..report.markdown import margin_sentence, tier_table
+    from ..report.markdown import margin_sentence, p99_notes, tier_table
     from ..report.replications import stdout_lines
     from ..report.writer import write_report
     from ..results.decided import assumption_line, verdict_notes
@@ -227,7 +227,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     click.echo("")
     for row in tier_table(result.summary.tiers):
         click.echo(row)
-    for note in verdict_notes(result.summary.tiers):
+    for note in [*p99_notes(result.summary.tiers), *verdict_notes(result.summary.tiers)]:
         click.echo(note)
     for note in result.summary.notes:  # the notes that warn (replayed traffic's scaling)
         if note.startswith("warning: "):

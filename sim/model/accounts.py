@@ -3,7 +3,12 @@
 An account (spec 5, 8.1, 8.3, 8.4) has its own CU limiter and daily allowance, its own
 websocket slot cap and its own HTTP/2 connection limits. A run builds one
 :class:`AccountPolicies` per account of the scenario (``[account]`` is one account;
-``[[accounts]]`` several); requests find theirs through the key they carry.
+``[[accounts]]`` several); requests find theirs through the key they carry. Each holds
+the account's :class:`~sim.policy.admission.Admission`, assembled in one place
+(:meth:`Admission.for_account <sim.policy.admission.Admission.for_account>`, which the
+emulator uses too): limiter, slot pool, connection limits, connect and publish prices,
+and the handshake decision. The model's tables (which method's API the tier includes)
+are derived from it once, here, so nothing calls back into the scenario during a run.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from dataclasses import dataclass
 
 from ..config.resolved import account_tiers
 from ..config.tiers import APIS, Tier
+from ..policy.admission import Admission
 from ..policy.connections import AccountConnections
-from ..policy.limiters import Limiter, make_limiter
+from ..policy.limiters import Limiter
 from ..workload.demand import Plan
 
 
@@ -22,24 +28,31 @@ class AccountPolicies:
     """An account's tier and the policy objects that enforce it during one run."""
 
     name: str
-    tier: Tier
-    limiter: Limiter
-    connections: AccountConnections
+    admission: Admission
     method_in_tier: list[bool]  # by method index of the plan's tables
+
+    @property
+    def tier(self) -> Tier:
+        """The account's tier in this run."""
+        return self.admission.tier
+
+    @property
+    def limiter(self) -> Limiter:
+        """The account's CU limiter (12-second windows, daily allowance)."""
+        return self.admission.limiter
+
+    @property
+    def connections(self) -> AccountConnections:
+        """The account's HTTP/2 connection limits (spec 8.4)."""
+        return self.admission.connections
 
 
 def build_accounts(plan: Plan, studied: Tier) -> list[AccountPolicies]:
     """Fresh policy objects for each account while ``studied`` is the tier under study
     (an account with a fixed tier keeps it)."""
-    sc, pricing, tab = plan.scenario, plan.loaded.pricing, plan.tables
-    limits = sc.http_limits
+    sc, tab = plan.scenario, plan.tables
     out = []
     for acct, tier in zip(sc.account_list, account_tiers(plan.loaded, studied), strict=True):
-        limiter = make_limiter(tier.cu_per_window, sc.limiter,
-                               daily_allowance_cu=pricing.for_tier(tier).daily_allowance_cu,
-                               day_offset_s=sc.day_offset_s)
-        out.append(AccountPolicies(
-            acct.name, tier, limiter,
-            AccountConnections(limits.max_active_connections, limits.max_new_connections_per_s),
-            [tier.includes(APIS[a]) for a in tab.method_api]))
+        out.append(AccountPolicies(acct.name, Admission.for_account(plan.loaded, tier),
+                                   [tier.includes(APIS[a]) for a in tab.method_api]))
     return out

@@ -277,12 +277,11 @@ class TierRun:
                     for i, c in enumerate(sc.streams)]
             self.ws = Websockets(
                 self.env, a0.limiter, a0.tier, list(sc.streams), sc.ws, plan.loaded.pricing,
-                key_valid=lambda k: sc.account_of_key(k) is not None, seed=sc.seed,
+                key_valid=None, seed=sc.seed,
                 duration_s=sc.duration_s, day_offset_s=sc.day_offset_s,
-                accounts=[(a.limiter, a.tier) for a in self.accounts],
-                account_of_key=lambda k: sc.account_of_key(k),
-                handshakes=RecorderHandshakes(self.rec, rows,
-                                              plan.loaded.pricing.websocket.connect_cu))
+                admissions=[a.admission for a in self.accounts],
+                client_account=[self._key_account[t.keys.index(c.key)] for c in sc.streams],
+                handshakes=RecorderHandshakes(self.rec, rows, a0.admission.connect_cu))
 
     def _admission(self, source: int, key: int, method: int) -> int | Limiter:
         """What the service does with an attempt before its limiter (:data:`ORDER`'s steps

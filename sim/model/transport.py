@@ -30,8 +30,7 @@ QUEUED = -2.0
 class Connection:
     """One HTTP/2 connection of a client to a hostname."""
 
-    __slots__ = ("pool", "ready_at", "active", "releases", "deadline", "closed", "reusable",
-                 "awaiting_reply")
+    __slots__ = ("pool", "ready_at", "active", "releases", "deadline", "closed", "reusable")
 
     def __init__(self, pool: ClientPool, ready_at: float, reusable: bool) -> None:
         self.pool = pool
@@ -41,9 +40,6 @@ class Connection:
         self.deadline = ready_at
         self.closed = False
         self.reusable = reusable
-        # Set when its idle deadline passed with every stream still in service (no reply
-        # time known): its next reply then says when it becomes idle.
-        self.awaiting_reply = False
 
     def refresh(self, now: float) -> None:
         """Release the streams whose replies have reached the client by ``now``."""
@@ -57,12 +53,6 @@ class Connection:
         heapq.heappush(self.releases, t)
         if not self.reusable:
             self.deadline = t  # closed right after its single request
-            self.pool.account.schedule_close(self)
-        elif self.awaiting_reply:
-            self.awaiting_reply = False
-            deadline = t + self.pool.idle_timeout_s
-            if deadline > self.deadline:
-                self.deadline = deadline
             self.pool.account.schedule_close(self)
         if self.pool.waiting:
             self.pool.wake_at(t)

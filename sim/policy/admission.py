@@ -158,29 +158,6 @@ ORDER = AdmissionOrder()
 """The service's admission order (the one instance)."""
 
 
-def decide_handshake(now: float, slots: SlotPool, limiter: Limiter, connect_cu: float, *,
-                     key_ok: bool, api_in_tier: bool) -> tuple[int, float]:
-    """Decide a websocket handshake reaching the service at ``now`` in :data:`ORDER`:
-    key and API, a slot of ``slots`` (435 with the pool's Retry-After), then
-    ``connect_cu`` from ``limiter`` (a refusal gives the slot back). Returns the outcome
-    and its ``Retry-After`` (:data:`math.nan` for none). The one place a handshake is
-    decided: :meth:`Admission.handshake` (emulator, trace replay) and the SimPy model's
-    sessions (:mod:`sim.model.websockets.sessions`) both call it."""
-    outcome = ORDER.handshake_before_slots(key_ok=key_ok, api_in_tier=api_in_tier)
-    if outcome is not None:
-        return outcome, _NAN
-    ok, wait = slots.acquire(now)
-    if not ok:
-        return WS_435, float(wait)
-    outcome = ORDER.handshake_connect(limiter.spend(now, connect_cu))
-    if outcome == OK:
-        return OK, _NAN
-    slots.release_clean(now)
-    if outcome in ORDER.WINDOW_RETRY_AFTER:
-        return outcome, float(limiter.retry_after(now))
-    return outcome, _NAN
-
-
 class Decision(NamedTuple):
     """An attempt's outcome (an index into :data:`~sim.core.vocabulary.OUTCOMES`).
 
@@ -252,12 +229,20 @@ class Admission:
 
     @classmethod
     def for_scenario(cls, loaded: LoadedScenario, tier: Tier) -> Admission:
-        """The one account of ``loaded`` on ``tier``, configured from the scenario
-        (``[limiter]``, ``[ws]``, ``[http_limits]``, its methods and billed streams)."""
-        sc, pricing = loaded.scenario, loaded.pricing
-        if len(sc.account_list) > 1:
+        """The one account of ``loaded`` on ``tier`` (:meth:`for_account`), for the live
+        emulator and the agreement check, which serve one account."""
+        if len(loaded.scenario.account_list) > 1:
             raise CapsimError("the live emulator serves one account; expected [account] or "
                               "a single [[accounts]] entry", file=loaded.path, field="accounts")
+        return cls.for_account(loaded, tier)
+
+    @classmethod
+    def for_account(cls, loaded: LoadedScenario, tier: Tier) -> Admission:
+        """An account of ``loaded`` on ``tier``, configured from the scenario (``[limiter]``,
+        ``[ws]``, ``[http_limits]``, its methods and billed streams): the one place an
+        account's policy objects and prices are assembled, for the SimPy model (one per
+        account, :func:`sim.model.accounts.build_accounts`) and the emulator alike."""
+        sc, pricing = loaded.scenario, loaded.pricing
         return cls.for_tier(
             tier, pricing, sc.limiter, day_offset_s=sc.day_offset_s,
             slots=SlotPool(tier.ws_cap, sc.ws.retry_after_live_s),
@@ -343,10 +328,20 @@ class Admission:
 
     def handshake(self, now: float, stream: str, *, key_ok: bool) -> Decision:
         """Decide a websocket handshake on ``stream`` (a stream name of the vocabulary)."""
-        outcome, retry_after = decide_handshake(
-            now, self.slots, self.limiter, self.connect_cu, key_ok=key_ok,
-            api_in_tier=self.tier.includes(STREAM_API[stream]))
-        return _PLAIN[outcome] if retry_after is _NAN else Decision(outcome, retry_after)
+        refused = ORDER.handshake_before_slots(
+            key_ok=key_ok, api_in_tier=self.tier.includes(STREAM_API[stream]))
+        if refused is not None:
+            return _PLAIN[refused]
+        ok, wait = self.slots.acquire(now)
+        if not ok:
+            return Decision(WS_435, float(wait))
+        outcome = ORDER.handshake_connect(self.limiter.spend(now, self.connect_cu))
+        if outcome == OK:
+            return _PLAIN[OK]
+        self.slots.release_clean(now)
+        if outcome in ORDER.WINDOW_RETRY_AFTER:
+            return Decision(outcome, float(self.limiter.retry_after(now)))
+        return _PLAIN[outcome]
 
     def websocket_closed(self, now: float, *, clean: bool, stale_expiry_s: float) -> None:
         """A live websocket ended: a clean close frees its slot at once, an unclean one

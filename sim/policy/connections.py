@@ -3,8 +3,8 @@ across regions and at most 32 new connections per second per hostname; an open b
 either is refused with ``430``.
 
 Pure Python, no SimPy: it works on any connection object with ``deadline``, ``closed``,
-``active``, ``releases``, ``awaiting_reply``, ``refresh(now)`` and a ``pool`` with
-``idle_timeout_s`` and ``forget(conn)`` (:class:`sim.model.transport.Connection`).
+``active``, ``releases``, ``refresh(now)`` and a ``pool`` with ``idle_timeout_s`` and
+``forget(conn)`` (:class:`sim.model.transport.Connection`).
 """
 
 from __future__ import annotations
@@ -48,12 +48,10 @@ class AccountConnections:
             return False
         conn.refresh(now)
         if conn.active > 0:  # a long request outlived the timeout: idle from its reply on
-            if not conn.releases:
-                # Every open stream is still in service, no reply time known yet: the
-                # connection learns it from its next reply and schedules its close then.
-                conn.awaiting_reply = True
-                return False
-            conn.deadline = max(conn.releases) + conn.pool.idle_timeout_s
+            # A reply not sent yet has no release time: look again one timeout from now
+            # (by then its release is known, and the deadline moves to it plus a timeout).
+            last = max(conn.releases) if conn.releases else now
+            conn.deadline = last + conn.pool.idle_timeout_s
             self.schedule_close(conn)
             return False
         conn.closed = True

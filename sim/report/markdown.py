@@ -14,6 +14,14 @@ from ..results.summary import RunSummary, TierSummary, p99_comparable
 from .how_sure import how_sure
 from .replications import across_replications
 
+P99_NOTE = ("†: a p99 over fewer than half of the tier's requests (most failed): the "
+            "latency of the few that succeeded, not comparable with other tiers' p99.")
+
+
+def p99_notes(tiers: Sequence[TierSummary]) -> list[str]:
+    """The note under a tier table whose p99 column has a † cell (else none)."""
+    return [P99_NOTE] if any(_p99(t).endswith("†") for t in tiers) else []
+
 
 def _fmt(x, nd=1) -> str:
     if x is None:
@@ -264,9 +272,7 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         "ws_cu_rejected) over all attempts. Phantom: throttles that would have fitted had "
         "in-flight reservations already settled. Latency: successful requests, first send "
         "to final reply, retries included."
-        + (" †: a p99 over fewer than half of the tier's requests (most failed): the "
-           "latency of the few that succeeded, not comparable with other tiers' p99."
-           if any(_p99(t).endswith("†") for t in tiers) else ""),
+        + "".join(f" {note}" for note in p99_notes(tiers)),
         "",
         *[f"{line}\n" for line in decided.verdict_notes(tiers)],
         *accounts_table(tiers),
@@ -283,7 +289,8 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         lines += ["", "## Why tiers fail the SLO", ""]
         lines += [f"- **{t.tier}**"
                   + (f" ({why})" if (why := decided.decided_sentence(t)) else "")
-                  + ": " + "; ".join(t.slo_violations) for t in failing]
+                  + ": " + "; ".join(t.slo_violations) + _by_account(t, summary.slo)
+                  for t in failing]
     lines += ["", "## Plots", ""]
     lines += [f"![{p}]({p})" for p in plots]
     lines += ["", "## Assumptions", "", "Model:", ""]
@@ -295,3 +302,32 @@ def render(summary: RunSummary, plots: list[str]) -> str:
     if summary.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in summary.notes]
     return "\n".join(lines) + "\n"
+
+
+def account_breaches(a, slo) -> list[str]:
+    """What one account of a plan breaks of ``slo``, in words (empty: it meets it).
+    The account's own figures against the run's SLO: its throttle and failure rates, its
+    p99 and, when the SLO asks for it, the hours its own allowance lasts."""
+    out = []
+    if a.throttle_rate > slo.max_throttle_rate:
+        out.append(f"throttle rate {a.throttle_rate:.2%} > {slo.max_throttle_rate:.2%}")
+    if a.failure_rate > slo.max_failure_rate:
+        out.append(f"failure rate {a.failure_rate:.2%} > {slo.max_failure_rate:.2%}")
+    if a.latency_p99_ms is not None and a.latency_p99_ms > slo.p99_latency_ms:
+        out.append(f"p99 {_fmt(a.latency_p99_ms, 0)} ms > {_fmt(slo.p99_latency_ms, 0)} ms")
+    lasts = a.daily_allowance.lasts_h
+    if slo.allowance_must_last_day and lasts is not None and lasts < 24:
+        out.append(f"its allowance lasts {lasts:.1f} h")
+    return out
+
+
+def _by_account(t: TierSummary, slo) -> str:
+    """With several accounts: which account fails and why, and which meet (else "")."""
+    if t.plan is None:
+        return ""
+    parts = []
+    for a in t.plan.accounts:
+        bad = account_breaches(a, slo)
+        parts.append(f"**{a.account}** ({a.tier}) fails: {', '.join(bad)}" if bad
+                     else f"{a.account} ({a.tier}) meets it")
+    return ". By account: " + "; ".join(parts)

@@ -126,7 +126,10 @@ def coverage(sc: Scenario, scans: dict) -> tuple[float | None, list[str]]:
                 f"{_s(scan.first_s)} s to {_s(scan.last_s)} s"
                 + (f", after {', '.join(how)}" if how else "") + ")")
         if covered is not None:
-            text += (f": allowance hours and margins are over those {_s(covered)} s"
+            span = (f"those {_s(covered)} s" if covered > WINDOW_S else
+                    f"{_s(covered)} s (one 12-second window, the shortest span a rate is "
+                    "taken over)")
+            text += (f": allowance hours and margins are over {span}"
                      + ("" if r.repeat == "tile" else
                         '; loop the recording over the run with replay.repeat = "tile"'))
         else:

@@ -10,8 +10,11 @@ per 12-s window, $49) and Professional bundle (50,000, $499):
 * at up to 20 CU the 11 calls need at most 220 CU, in one window or two: RPC meets at
   every end (its allowance, even halved, lasts 3.6e6 / (220 * 30) h), so RPC is
   recommended everywhere and the verdict is robust;
-* at 2,000 CU a call, any window holding 3 or more of them needs 6,000 CU > 4,000: RPC
-  throttles (no retries) and Professional bundle (22,000 CU in all) is recommended;
+* the trace covers less than one 12-s window of the run, so the allowance is judged at
+  the rate of that window (11 c CU per 12 s): at 500 CU a call RPC's allowance lasts
+  7.2e6 * 12 / (5,500 * 3,600) = 4.4 h < 24 h and fails, while Professional bundle's
+  (9e7) lasts 54.5 h and meets: Professional bundle is recommended at the high end (at
+  2,000 CU it would last 13.6 h and no tier would meet);
 * svc_call, sizing and websocket prices are never paid: listed as not used.
 """
 
@@ -70,7 +73,7 @@ def test_default_method_cu_is_varied_and_unused_prices_are_listed(tmp_path):
 
 
 def test_a_wide_default_price_range_flips_it(tmp_path):
-    rec, stdout = robust_run(tmp_path, '[price_ranges]\n"rpc.default_method_cu" = [10, 2000]\n')
+    rec, stdout = robust_run(tmp_path, '[price_ranges]\n"rpc.default_method_cu" = [10, 500]\n')
     default = next(r for r in rec["sensitivity"] if r["price"] == "rpc.default_method_cu")
     assert (default["at_low"], default["at_high"]) == ("RPC", "Professional bundle")
     assert default["flips"] and rec["robust"] is False

@@ -56,3 +56,16 @@ def test_a_missing_file_reads_not_measured_and_a_present_one_its_figures(tmp_pat
     engine = page.split("## Engine speed", 1)[1].split("\n## ", 1)[0]
     assert "*Not measured in this revision.*" in engine
     assert page.count("*Not measured in this revision.*") == len(tables.BENCHMARKS) - 1
+
+
+def test_the_engine_breakdown_packs_rows_of_todays_layout():
+    """bench_engine.py --breakdown packed its rows by position and crashed once the request
+    row gained a ``key`` column (issue 31): it now names its values by column, so every
+    piece runs on the recorder's current layout (timings are not checked here)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import their helpers flat
+    from benchmarks import bench_engine
+
+    pieces = bench_engine.least_work(50)
+    assert {"request object", "limiter reserve + settle", "HTTP/2 stream acquire + release",
+            "attempt + request rows"} <= set(pieces)
+    assert all(v >= 0 for v in pieces.values())

@@ -32,8 +32,8 @@ from ...config.tiers import Tier
 from ...config.websockets import StreamClient, StreamSource, WebsocketSettings
 from ...core.draws import BlockDraws
 from ...core.rng import stream
-from ...core.vocabulary import CLOSE_KINDS, OK, Rng
-from ...policy.admission import decide_handshake
+from ...core.vocabulary import CLOSE_KINDS, OK, STREAM_API, Rng
+from ...policy.admission import Admission
 from ...policy.limiter import OK as LIM_OK
 from ...policy.limiters import Limiter
 from ...policy.retry import backoff_s
@@ -83,13 +83,15 @@ class Websockets:
     """The websocket side of one tier's run, sharing ``env`` and ``limiter`` with HTTP.
 
     Build it, call :meth:`start` before ``env.run()``, and :meth:`result` after the
-    environment has reached ``duration_s``. ``key_valid(label)`` tells whether a key
-    label is one of the account's keys. Nothing happens at or after ``duration_s``.
+    environment has reached ``duration_s``. Nothing happens at or after ``duration_s``.
 
-    Several accounts: ``accounts`` lists each account's ``(limiter, tier)`` and
-    ``account_of_key(label)`` gives a key's account index (None: no account, 401); each
-    account then has its own slot pool, and a client's handshakes and billed deliveries
-    draw on its key's account. Without them, ``limiter`` and ``tier`` are the one account.
+    The accounts: ``admissions`` lists each account's
+    :class:`~sim.policy.admission.Admission` (its limiter, slot pool, connect and publish
+    prices and the handshake decision, assembled once by the tier's run) and
+    ``client_account`` each client's account index (-1: its key is no account's, 401);
+    a client's handshakes and billed deliveries draw on its account. Without them, one
+    account is built from ``limiter``, ``tier`` and ``pricing``, and ``key_valid`` says
+    which clients' keys are its.
 
     ``handshakes``: where each handshake goes as it happens (a tier's run passes a
     :class:`~sim.model.websockets.records.RecorderHandshakes`); by default the model keeps a
@@ -98,9 +100,9 @@ class Websockets:
 
     def __init__(self, env: simpy.Environment, limiter: Limiter, tier: Tier,
                  clients: list[StreamClient], settings: WebsocketSettings, pricing: Pricing,
-                 key_valid: Callable[[str], bool], seed: int, duration_s: float, *,
-                 day_offset_s: float = 0.0, accounts: list[tuple[Limiter, Tier]] | None = None,
-                 account_of_key: Callable[[str], int | None] | None = None,
+                 key_valid: Callable[[str], bool] | None, seed: int, duration_s: float, *,
+                 day_offset_s: float = 0.0, admissions: list[Admission] | None = None,
+                 client_account: list[int] | None = None,
                  handshakes: HandshakeSink | None = None) -> None:
         names = [c.name for c in clients]
         if len(set(names)) != len(names):
@@ -108,19 +110,21 @@ class Websockets:
         self.env, self.limiter, self.tier = env, limiter, tier
         self.clients, self.settings, self.seed = list(clients), settings, int(seed)
         self.duration_s, self.day_offset_s = float(duration_s), float(day_offset_s)
-        if accounts is None:
-            accounts = [(limiter, tier)]
-            def account_of_key(k: str) -> int | None:
-                return 0 if key_valid(k) else None
-        self.pools = [SlotPool(t.ws_cap, settings.retry_after_live_s) for _, t in accounts]
-        self._limiters = [lim for lim, _ in accounts]
-        owner = [account_of_key(c.key) for c in clients]
-        self._acct = [-1 if a is None else a for a in owner]  # by client
-        self._connect_cu = float(pricing.websocket.connect_cu)
+        if admissions is None:
+            admissions = [Admission(
+                tier, pricing, limiter, SlotPool(tier.ws_cap, settings.retry_after_live_s),
+                publish_cu={s: float(pricing.websocket.publish_cu.get(s, 0.0))
+                            if settings.source(s).billed else 0.0 for s in STREAM_API})]
+            client_account = [0 if key_valid(c.key) else -1 for c in clients]
+        self._admissions = list(admissions)
+        self.pools = [a.slots for a in admissions]
+        self._limiters = [a.limiter for a in admissions]
+        self._acct = list(client_account)  # by client; -1: no account
+        # One pricing for every account: the first account's prices are every account's.
+        self._connect_cu = admissions[0].connect_cu
         used = list(dict.fromkeys(c.stream for c in clients))
         self._sources: dict[str, StreamSource] = {s: settings.source(s) for s in used}
-        self._publish_cu = {s: float(pricing.websocket.publish_cu.get(s, 0.0)) if src.billed
-                            else 0.0 for s, src in self._sources.items()}
+        self._publish_cu = {s: admissions[0].publish_cu.get(s, 0.0) for s in self._sources}
         self._streams = {s: _Stream(s, PublishTimes(src, stream(seed, Rng.WS, Rng.PUBLISH, s),
                                                     duration_s, day_offset_s),
                                     self._publish_cu[s])
@@ -128,9 +132,6 @@ class Websockets:
         self._close_on_exhausted = settings.on_exhausted == "close"
         self._to_publish = (self._publish,)
         self._active: dict[_Conn, None] = {}  # connections currently wanted
-        self._key_ok = [a >= 0 for a in self._acct]
-        self._allowed = [accounts[max(a, 0)][1].includes(c.api)
-                         for a, c in zip(self._acct, clients, strict=True)]
         self._drop_all = [tuple(sorted(c.faults.drop_all_at_s)) for c in clients]
         self.records = WsRecords(len(clients), handshakes)
         self._started = False
@@ -309,13 +310,15 @@ class Websockets:
     # -- the service side and the bookkeeping ---------------------------------------
 
     def _handshake(self, conn: _Conn, now: float) -> tuple[int, float]:
-        """Key, API selection, slot cap, connect CU (:func:`decide_handshake`); record and return
-        (outcome, Retry-After)."""
+        """Decide a handshake by its account's :meth:`Admission.handshake
+        <sim.policy.admission.Admission.handshake>` (key, API selection, slot cap, connect
+        CU); record and return (outcome, Retry-After)."""
         ci = conn.client
-        acct = self._acct[ci]  # -1 (no account): refused with 401 before its pool is asked
-        outcome, retry_after = decide_handshake(
-            now, self.pools[acct], self._limiters[acct], self._connect_cu,
-            key_ok=self._key_ok[ci], api_in_tier=self._allowed[ci])
+        acct = self._acct[ci]
+        # A key of no account is refused (401) before any account's state is asked.
+        decision = self._admissions[max(acct, 0)].handshake(
+            now, self.clients[ci].stream, key_ok=acct >= 0)
+        outcome, retry_after = decision.outcome, decision.retry_after_s
         if outcome == OK:
             self.records.cu_connect += self._connect_cu
         self.records.handshake(now, ci, conn.idx, outcome, retry_after)

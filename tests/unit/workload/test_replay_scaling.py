@@ -122,6 +122,21 @@ def test_speed_past_the_traces_end_warns_and_the_allowance_is_over_the_traffic(t
                                                          rel=1e-3)
 
 
+def test_a_trace_shorter_than_a_window_is_judged_over_one_window(tmp_path):
+    """7 s of traffic: a rate over 7 s would claim more than the window-level data give, so
+    the allowance is taken over one 12-s window, and the warning says so (not "over those
+    12 s" after saying the trace covers 7)."""
+    times = [i * 7.0 / 9 for i in range(10)]  # 10 calls over 7 s
+    loaded = validate(_raw(_trace(tmp_path, times), duration=120), "s.toml")
+    out = run(loaded, records="none")
+    (note,) = _warnings(out.summary)
+    assert "the trace covers 7 s of the 120-s run" in note
+    assert "over 12 s (one 12-second window, the shortest span a rate is taken over)" in note
+    tier = out.summary.tiers[0]
+    assert tier.daily_allowance.lasts_h == pytest.approx(
+        tier.daily_allowance.allowance_cu / (10 * CU / (12 / 3600)), rel=1e-3)
+
+
 def test_other_demand_over_the_run_keeps_the_allowance_over_the_run(tmp_path):
     poisson = {"name": "p", "key": KEY, "arrival": {"process": "poisson", "rate": 1}}
     loaded = validate(_raw(_trace(tmp_path), duration=600, sources=[poisson]), "s.toml")
