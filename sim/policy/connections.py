@@ -48,8 +48,9 @@ class AccountConnections:
             return False
         conn.refresh(now)
         if conn.active > 0:  # a long request outlived the timeout: idle from its reply on
-            # A reply not sent yet has no release time: look again one timeout from now
-            # (by then its release is known, and the deadline moves to it plus a timeout).
+            # A reply not sent yet has no release time: look again one timeout from now.
+            # Idleness counts from the last request sent (sim/model/transport.py), so a
+            # connection whose streams have all been released by then closes then.
             last = max(conn.releases) if conn.releases else now
             conn.deadline = last + conn.pool.idle_timeout_s
             self.schedule_close(conn)
