@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
+from gate_cli import cli, saved_gate
 from scenarios import poisson_source, scenario_text
 
-from sim.cli.main import main
 from sim.core.pseudonyms import pseudonym
 
 KEY = "live-9d1c2e7f0a3b4c5d"
@@ -24,19 +23,9 @@ SCENARIO = scenario_text(name="gate", top="seed = 3\n", duration=60, tiers=["RPC
                          keys=["k"], sources=poisson_source(2) + "mix = { svc_call = 1.0 }\n")
 
 
-def cli(*args, env=None):
-    result = CliRunner().invoke(main, [str(a) for a in args], env=env)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result
-
-
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory):
-    d = tmp_path_factory.mktemp("gate")
-    (d / "gate.toml").write_text(SCENARIO)
-    r = cli("baseline", "save", d / "gate.toml", "--out", d / "gate.json")
-    assert r.exit_code == 0, r.output
-    return d
+    return saved_gate(tmp_path_factory.mktemp("gate"), SCENARIO)
 
 
 def test_a_clear_key_in_a_baseline_is_never_republished(gate, tmp_path):

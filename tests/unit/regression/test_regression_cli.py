@@ -13,10 +13,9 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from click.testing import CliRunner
+from gate_cli import cli, saved_gate
 from scenarios import poisson_source, scenario_text
 
-from sim.cli.main import main
 from sim.results.catalogue import METRIC_NAMES
 
 # The gate is about the 12-second windows: the allowance rule for runs under a day
@@ -28,20 +27,10 @@ SCENARIO = scenario_text(name="gate", top="seed = 3\n", duration=300, tiers=["RP
 ZERO = [f"--tolerance={m}=0" for m in METRIC_NAMES]
 
 
-def cli(*args, env=None):
-    result = CliRunner().invoke(main, [str(a) for a in args], env=env)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result
-
-
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory):
     """The scenario and its baseline (one replication)."""
-    d = tmp_path_factory.mktemp("gate")
-    (d / "gate.toml").write_text(SCENARIO)
-    r = cli("baseline", "save", d / "gate.toml", "--out", d / "gate.json")
-    assert r.exit_code == 0, r.output
-    return d
+    return saved_gate(tmp_path_factory.mktemp("gate"), SCENARIO)
 
 
 def check(gate, *args, env=None):
