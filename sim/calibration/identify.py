@@ -672,7 +672,8 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
              *, arc: tuple[float, float] | None = None, rules: tuple[str, ...] = RULES,
              ratios: tuple[tuple[int, int], ...] = (), fixed_phase: float | None = None,
              prefer: np.ndarray | None = None, max_projections: int = 8,
-             max_scan: int = 60, max_arcs: int = 4, predict: Predict | None = None
+             max_scan: int = 60, max_arcs: int = 4, predict: Predict | None = None,
+             max_gap: int = 8
              ) -> Identified | None:
     """The phase cells and refund rules at which the decisions (all but the fewest
     dropped) fit, and the prices' joint projection over them (module doc).
@@ -681,8 +682,9 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     price-free contradictions, inside the Retry-After ``arc`` if any; the least violated
     at its centre first, at most ``max_arcs``); the candidate cells in an arc are tried
     from its middle outwards until one fits, then the feasible run
-    is grown cell by cell on each side until a cell fails (the feasible phases are taken
-    to be one run). Prices are projected on every feasible cell when there are at most
+    is grown cell by cell on each side until ``max_gap`` + 1 cells in a row fail (the
+    feasible phases are taken to be one run, gaps of at most ``max_gap`` cells
+    included). Prices are projected on every feasible cell when there are at most
     ``max_projections``, else on that many spread over the run, both ends included.
     The point estimate is the Chebyshev centre (:func:`centre`) at the run's middle cell,
     or where the set is too flat for one, the mean of its extreme points
@@ -792,11 +794,13 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
                 continue
             s0 = next(i for i, f in got.items() if f is first)
             for step in (-1, 1):
-                i = s0 + step
-                while 0 <= i < len(cands):
+                i, misses = s0 + step, 0
+                # a few cells that fail do not end the run: the feasible phases can
+                # be split by a cell where a burst straddles the window start, and
+                # the interval must not leave out the cells beyond it
+                while 0 <= i < len(cands) and misses <= max_gap:
                     n += 1
-                    if at(i) is None:
-                        break
+                    misses = 0 if at(i) is not None else misses + 1
                     i += step
             fits += [got[i] for i in sorted(got)]
         return fits, n
