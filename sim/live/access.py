@@ -93,6 +93,7 @@ class Exchange:
         self.what: str = "-"
         self.now = math.nan
         self.reserved = 0.0
+        self.account = None  # the Admission that decided it (settles it after a reset)
         self.settled: float | None = None
         self.disconnected = False
 

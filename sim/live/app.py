@@ -442,14 +442,18 @@ class EmulatorApp:
         d = self.admission.request(now, method, key_ok=self._key_ok(scope), h2_sni=h2_sni,
                                    reserve_cu=reserve, actual_cu=actual, api=api)
         ex.decided(d.name, reserve)
+        ex.account = self.admission  # a reset while in service must not settle elsewhere
         return d
 
     async def _serve(self, ex: Exchange, d: Decision, now: float, method: str) -> None:
         """Spend the service time, then settle -- at the scheduled service time, so that
         the event loop's lateness is not multiplied by ``--time-scale``."""
         due = now + self._draw_service_s(method)
+        account = ex.account or self.admission
         await self.clock.sleep_until(due)
-        self.admission.settle(due, d)
+        # Settled by the account that admitted it: after a reset, the new account's
+        # limiter has other windows (an IndexError, or a refund of CU it never booked).
+        account.settle(due, d)
         ex.settled = d.ticket[2] if d.ticket is not None else 0.0
         self.late.observe(self.clock.now() - due)
 

@@ -314,6 +314,7 @@ class TrackedTCPServer(TCPServer):
             abort=self._abort)
         self._info = info
         self.registry.add(info)
+        stopping = False
         try:
             try:
                 async with CapsimTaskGroup(self.loop) as task_group:
@@ -328,11 +329,17 @@ class TrackedTCPServer(TCPServer):
             except* (OSError, ssl.SSLError):
                 pass  # a peer that vanished mid-TLS (an aborted or refused connection)
             except* asyncio.CancelledError:
-                pass  # stopped after the grace period: end quietly, the server is going away
+                # Stopped after the grace period: end quietly, the server is going away.
+                stopping = True
         finally:
             self.registry.ended(info)
-            with contextlib.suppress(Exception):  # e.g. data after the TLS close_notify
-                await self._close()
+            if stopping:
+                # A TLS close waits up to 30 s for the peer's close_notify, which an idle
+                # client pool never sends: SIGTERM would take 30 s. Drop it instead.
+                self._abort()
+            else:
+                with contextlib.suppress(Exception):  # e.g. data after the TLS close_notify
+                    await self._close()
 
     def _abort(self) -> None:
         """Drop the connection at once (no GOAWAY, no TLS close_notify)."""

@@ -48,6 +48,7 @@ class Server:
     stop: asyncio.Event
     app: object = None
     lines: list | None = None
+    thread: object = None
 
     def url(self, path: str = "/") -> str:
         return f"https://127.0.0.1:{self.port}{path}"
@@ -102,10 +103,11 @@ def running_server(tmp_path: Path, extra_toml: str, tier: str, time_scale: float
     port = int(next(ln for ln in lines if ln.startswith("listening")).rsplit(":", 1)[1]
                .split()[0])
     server = Server(port, str(certs / "ca.pem"), box["loop"], box["stop"], box.get("app"),
-                    lines)
+                    lines, thread)
     try:
         yield server
     finally:
-        server.loop.call_soon_threadsafe(server.stop.set)
+        if not server.loop.is_closed():  # a test may have stopped it already
+            server.loop.call_soon_threadsafe(server.stop.set)
         thread.join(15)
         assert not thread.is_alive(), "server did not stop"

@@ -294,3 +294,23 @@ def test_server_stops_with_a_websocket_still_open(tmp_path):
     with running_server(tmp_path, "", "All 3 APIs", 1.0) as server:
         asyncio.run(go(server))
     # leaving the block asserted that the server thread ended within its timeout
+
+
+def test_server_stops_within_2_s_with_an_idle_http2_pool_open(tmp_path):
+    """Issue 34 item 2: an idle HTTP/2 connection (an httpx pool the client keeps open)
+    held SIGTERM for asyncio's 30 s TLS-shutdown timeout; the done-when asks for 2 s."""
+    import time
+
+    with running_server(tmp_path, "", "All 3 APIs", 1.0) as server:
+        loop = asyncio.new_event_loop()
+        client = _client(server)
+        r = loop.run_until_complete(_rpc(client, server))
+        assert r.status_code == 200 and r.http_version == "HTTP/2"
+        thread = server.thread
+        began = time.monotonic()
+        server.loop.call_soon_threadsafe(server.stop.set)
+        thread.join(10)
+        took = time.monotonic() - began
+        loop.run_until_complete(client.aclose())
+        loop.close()
+        assert took < 2.0, f"stopped in {took:.1f} s"

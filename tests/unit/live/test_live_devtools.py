@@ -308,3 +308,24 @@ def test_a_request_is_decided_at_its_read_time_not_when_the_loop_took_it_up(tmp_
                 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert any("taken up" in ln and "after it was read" in ln for ln in server.lines)
+
+
+def test_reset_with_requests_in_service_settles_them_in_the_old_account(tmp_path):
+    """Issue 34 item 1: calls admitted before ``POST /admin/reset`` and still in service
+    settle to the account that admitted them -- no 500, and the new account's window
+    starts empty (8,400 CU available, nothing settled), as a fresh account must."""
+    async def go(server):
+        server.app._draw_service_s = lambda _method: 1.0  # 1 s in service, wall-clock
+        async with _client(server) as c:
+            calls = [asyncio.create_task(_rpc(c, server)) for _ in range(5)]
+            await asyncio.sleep(0.4)
+            r = await c.post(server.url("/admin/reset"), headers={"host": "rpc.localhost"})
+            assert r.status_code == 200
+            statuses = [(await t).status_code for t in calls]
+            assert statuses == [200] * 5
+            w = (await c.get(server.url("/admin/window"),
+                             headers={"host": "rpc.localhost"})).json()
+            assert w["available_cu"] == 8400 and w["daily"]["used_cu"] == 0
+            assert w["window"] is None or w["window"]["settled_cu"] == 0
+    with running_server(tmp_path, "", "All 3 APIs") as server:
+        asyncio.run(go(server))
