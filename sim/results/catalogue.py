@@ -61,6 +61,16 @@ def _per_request(run: RunSummary, tier: TierSummary) -> float | None:
     return tier.cu.settled / ok if ok else None
 
 
+def _cu_per_day(run: RunSummary, tier: TierSummary) -> float | None:
+    # What the bill and the daily allowance follow: every CU charged (settled by requests
+    # and handshakes, spent by billed publishes), at the run's rate, per day. A change in
+    # traffic moves it one for one, where the peak window and the rates may not move.
+    if run.duration_s <= 0:
+        return None
+    publish = tier.websockets.cu_publish if tier.websockets is not None else 0.0
+    return (tier.cu.settled + publish) * 86_400.0 / run.duration_s
+
+
 def _phantom_rate(run: RunSummary, tier: TierSummary) -> float:
     return tier.phantom_throttles / tier.attempts if tier.attempts else 0.0
 
@@ -80,6 +90,8 @@ METRICS: tuple[Metric, ...] = (
            lambda r, t: t.latency_ms.p99, "higher", "relative", 0.15),
     Metric("cu_per_request", "CU settled per successful request", "CU",
            _per_request, "higher", "relative", 0.05),
+    Metric("cu_per_day", "CU charged per day", "CU",
+           _cu_per_day, "higher", "relative", 0.02),
     Metric("peak_window_cu", "peak window CU", "CU",
            lambda r, t: t.cu.peak_window_used, "higher", "relative", 0.10),
     Metric("allowance_run_out_s", "daily allowance runs out after", "s",
