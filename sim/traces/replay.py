@@ -55,6 +55,7 @@ from ..core.errors import CapsimError
 from ..core.vocabulary import LIMIT_STATUSES
 from .schema import APIS, open_trace
 from .tiling import (
+    STREAM_COLUMNS,
     Scaling,
     merged_copies,
     period_offsets,
@@ -438,7 +439,6 @@ def _empty(speed, k, shift, dropped: int = 0) -> ReplayTrace:
 
 # --- streaming: the same transforms, a row group at a time ---------------------------
 
-_BASE = ("t", "api", "method", "key", "region", "items", "profiles", "gas_used", "cu")
 #: Rows the stream's steps after the merge work on at a time (a row group is read whole,
 #: then handed on in slices of this many rows).
 SLICE_ROWS = 1 << 16
@@ -588,7 +588,7 @@ class ReplayStream:
                 idx, t_s, cp = idx[order], t_s[order], cp[order]
             if len(idx):
                 out = {"t_s": t_s, "copy": cp}
-                out.update({name: pend[name][idx] for name in _BASE[1:]})
+                out.update({name: pend[name][idx] for name in STREAM_COLUMNS[1:]})
                 yield out
             lo = min(ptr)
             if lo:
@@ -726,7 +726,7 @@ class ReplayStream:
                 continue
             if t0 is None:
                 t0 = int(got["t"][0])
-            yield {name: got[name] for name in _BASE}
+            yield {name: got[name] for name in STREAM_COLUMNS}
             # every later row is at least this late: stop once past until_s
             if (float(got["t"][-1] - t0) / 1e9 / self.speed) + self.shift > until_s:
                 return

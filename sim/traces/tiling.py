@@ -38,6 +38,9 @@ import numpy as np
 from ..core.errors import CapsimError
 from ..core.vocabulary import DAY_S, HOUR_S
 
+#: The columns of a row group of a replay stream (times ``t`` in integer ns of the file).
+STREAM_COLUMNS = ("t", "api", "method", "key", "region", "items", "profiles", "gas_used", "cu")
+
 #: Rows (of the file) up to which a tiled recording is held in memory for every loop
 #: rather than streamed again per loop: one slice of the stream, what it holds anyway.
 HOLD_ROWS = 1 << 16
@@ -147,8 +150,6 @@ def merged_copies(stream, until_s: float, offsets: list[float], thin: int, frac:
     piece per copy, not of the period between the first copy and the last. The rows, their
     order (time, then copy) and the thinned copy's draws (one per row of its pass, in order)
     are those of the one-pass merge."""
-    from .replay import _BASE
-
     n = len(offsets)
     passes = [stream.copy_rows(until_s - offsets[c], count=c == 0) for c in range(n)]
     t0: list[int] = []
@@ -166,7 +167,7 @@ def merged_copies(stream, until_s: float, offsets: list[float], thin: int, frac:
             if len(rows):
                 out = {"t_s": (b[rows] + offsets[c]) + stream.shift,
                        "copy": np.full(len(rows), c, dtype=np.int16)}
-                out.update({name: got[name][rows] for name in _BASE[1:]})
+                out.update({name: got[name][rows] for name in STREAM_COLUMNS[1:]})
                 return out
         return None
 
