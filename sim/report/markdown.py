@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.vocabulary import HANDSHAKE_OUTCOMES
+from ..metrics.decided import slo_breaches
 from ..results import decided
 from ..results.summary import RunSummary, TierSummary, p99_comparable
 from .how_sure import how_sure
@@ -306,19 +307,20 @@ def render(summary: RunSummary, plots: list[str]) -> str:
 
 def account_breaches(a, slo) -> list[str]:
     """What one account of a plan breaks of ``slo``, in words (empty: it meets it).
-    The account's own figures against the run's SLO: its throttle and failure rates, its
-    p99 and, when the SLO asks for it, the hours its own allowance lasts."""
-    out = []
-    if a.throttle_rate > slo.max_throttle_rate:
-        out.append(f"throttle rate {a.throttle_rate:.2%} > {slo.max_throttle_rate:.2%}")
-    if a.failure_rate > slo.max_failure_rate:
-        out.append(f"failure rate {a.failure_rate:.2%} > {slo.max_failure_rate:.2%}")
-    if a.latency_p99_ms is not None and a.latency_p99_ms > slo.p99_latency_ms:
-        out.append(f"p99 {_fmt(a.latency_p99_ms, 0)} ms > {_fmt(slo.p99_latency_ms, 0)} ms")
-    lasts = a.daily_allowance.lasts_h
-    if slo.allowance_must_last_day and lasts is not None and lasts < 24:
-        out.append(f"its allowance lasts {lasts:.1f} h")
-    return out
+    The account's own figures against the run's SLO, compared by
+    :func:`~sim.metrics.decided.slo_breaches` (one home for the comparisons): its throttle
+    and failure rates, its p99 (an account with no successful request has none to
+    compare, its failure rate speaks for it) and, when the SLO asks for it, the hours its
+    own allowance lasts."""
+    figures = {"throttle_rate": a.throttle_rate, "failure_rate": a.failure_rate,
+               "latency_ms": {"p99": a.latency_p99_ms},
+               "daily_allowance": {"lasts_h": a.daily_allowance.lasts_h}}
+    words = {"throttle_rate": lambda b: f"throttle rate {b.value:.2%} > {b.limit:.2%}",
+             "failure_rate": lambda b: f"failure rate {b.value:.2%} > {b.limit:.2%}",
+             "p99_latency": lambda b: f"p99 {_fmt(b.value, 0)} ms > {_fmt(b.limit, 0)} ms",
+             "daily_allowance": lambda b: f"its allowance lasts {b.value:.1f} h"}
+    return [words[b.criterion](b) for b in slo_breaches(figures, slo)
+            if b.value is not None]
 
 
 def _by_account(t: TierSummary, slo) -> str:
