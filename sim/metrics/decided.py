@@ -25,9 +25,11 @@ exceeds the limit; when no cause does alone (they only add up to it), by all of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..config.scenario import Slo
+from ..core.vocabulary import STREAM_API
 from ..results.summary import DECIDING_CAUSES
 
 
@@ -36,14 +38,17 @@ class Breach:
     """One SLO criterion a tier's figures break: its name, value (None: undefined) and
     limit."""
 
-    criterion: str  # throttle_rate, failure_rate, p99_latency, daily_allowance
+    criterion: str  # throttle_rate, failure_rate, p99_latency, daily_allowance, websockets
     value: float | None
     limit: float
 
 
-def slo_breaches(summary: dict, slo: Slo) -> list[Breach]:
+def slo_breaches(summary: dict, slo: Slo, ws_outside: Sequence[str] = ()) -> list[Breach]:
     """The SLO criteria the tier's summary (the dict ``tier_summary`` builds) breaks, in
-    report order."""
+    report order. ``ws_outside``: the scenario's websocket streams whose API the tier does
+    not include: their handshakes refused with 402 break ``websockets`` (value: how many),
+    as HTTP calls of an API outside the tier count as failures, so that a tier a
+    websocket client cannot use at all is never recommended for it."""
     out = []
     if summary["throttle_rate"] > slo.max_throttle_rate:
         out.append(Breach("throttle_rate", summary["throttle_rate"], slo.max_throttle_rate))
@@ -55,6 +60,11 @@ def slo_breaches(summary: dict, slo: Slo) -> list[Breach]:
     lasts = summary["daily_allowance"]["lasts_h"]
     if slo.allowance_must_last_day and lasts is not None and lasts < 24:
         out.append(Breach("daily_allowance", lasts, 24.0))
+    ws = summary.get("websockets")
+    handshakes = (ws if isinstance(ws, dict) else ws.model_dump())["handshakes"] if ws else {}
+    refused = handshakes.get("402", 0) if ws_outside else 0
+    if refused:
+        out.append(Breach("websockets", refused, 0))
     return out
 
 
@@ -80,6 +90,20 @@ def outside_methods(summary: dict, methods, tier) -> list[str]:
     """The methods the run called whose API the tier does not include (402 by selection)."""
     return sorted(m for m in summary["by_method"]
                   if m in methods and methods[m].api not in tier.apis)
+
+
+def outside_streams(streams: Sequence, tier) -> list[str]:
+    """The websocket streams of the scenario's ``[[streams]]`` clients whose API the tier
+    does not include (every handshake of theirs is refused with 402)."""
+    return sorted({c.stream for c in streams if c.api not in tier.apis})
+
+
+def websockets_words(outside: Sequence[str], tier, refused: float) -> str:
+    """The websocket breach in words: which streams, which API, how many handshakes."""
+    apis = sorted({STREAM_API[s] for s in outside})
+    return (f"402: the API is not in this tier's selection (websockets {', '.join(outside)} "
+            f"use {', '.join(apis)}; this tier has {', '.join(sorted(tier.apis))}): "
+            f"{int(refused):,} handshakes refused with 402, none of their sessions connected")
 
 
 def failure_shares(summary: dict, methods, tier) -> dict[str, tuple[int, str]]:
@@ -122,10 +146,11 @@ def failure_shares(summary: dict, methods, tier) -> dict[str, tuple[int, str]]:
     return {cause: (count, ", ".join(words)) for cause, (count, words) in out.items()}
 
 
-def decide(summary: dict, slo: Slo, methods, tier) -> list[dict]:
+def decide(summary: dict, slo: Slo, methods, tier, streams: Sequence = ()) -> list[dict]:
     """What made the tier fail its SLO (the ``decided_by`` entries of its summary; empty
     when it meets the SLO), in :data:`DECIDING_CAUSES` order. ``methods``: the scenario's
-    method table (each method's API); ``tier``: the tier simulated."""
+    method table (each method's API); ``tier``: the tier simulated; ``streams``: the
+    scenario's websocket clients (``[[streams]]``, each with its ``api``)."""
     found: dict[str, dict] = {}
 
     def add(cause: str, breaks: str, detail: str) -> None:
@@ -136,7 +161,10 @@ def decide(summary: dict, slo: Slo, methods, tier) -> list[dict]:
             entry["breaks"].append(breaks)
         entry["detail"].append(detail)
 
-    breaches = {b.criterion: b for b in slo_breaches(summary, slo)}
+    outside = outside_streams(streams, tier)
+    breaches = {b.criterion: b for b in slo_breaches(summary, slo, outside)}
+    if (b := breaches.get("websockets")) is not None:
+        add("api_not_in_tier", b.criterion, websockets_words(outside, tier, b.value))
     if (b := breaches.get("throttle_rate")) is not None:
         add("cu_window", b.criterion, f"throttle rate {b.value:.2%} > {b.limit:.2%}")
     if (b := breaches.get("failure_rate")) is not None:

@@ -17,6 +17,7 @@ Definitions:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from ..config.scenario import Slo
@@ -32,7 +33,7 @@ from ..results.summary import (
 )
 from ..workload.demand import Plan
 from .accounts import allowance_lasts_h, plan_summary
-from .decided import decide, outside_methods, slo_breaches
+from .decided import decide, outside_methods, outside_streams, slo_breaches, websockets_words
 from .spool_totals import AttemptTotals, RequestTotals
 
 
@@ -104,8 +105,9 @@ def tier_summary(result: TierResult, plan: Plan,
         "by_method": _by_method(a, plan),
     }
     summary["meets_slo"], summary["slo_violations"] = slo_check(
-        summary, sc.slo, causes=failure_causes(summary, plan, tier))
-    summary["decided_by"] = decide(summary, sc.slo, sc.methods, tier)
+        summary, sc.slo, causes=failure_causes(summary, plan, tier),
+        ws_outside=outside_streams(sc.streams, tier), tier=tier)
+    summary["decided_by"] = decide(summary, sc.slo, sc.methods, tier, sc.streams)
     summary["plan"] = plan_summary(result, plan)
     return TierSummary.model_validate(summary)
 
@@ -219,13 +221,14 @@ def failure_causes(summary: dict, plan: Plan, tier) -> str | None:
     return "; ".join(parts)
 
 
-def slo_check(summary: dict, slo: Slo, causes: str | None = None) -> tuple[bool, list[str]]:
+def slo_check(summary: dict, slo: Slo, causes: str | None = None,
+              ws_outside: Sequence[str] = (), tier=None) -> tuple[bool, list[str]]:
     """Whether a tier's summary (the dict :func:`tier_summary` builds, before it becomes
     a :class:`TierSummary`) meets the SLO, and the violations in words (``causes``: why
     requests failed, see :func:`failure_causes`, named with the failure rate). The
     comparisons are :func:`sim.metrics.decided.slo_breaches`'."""
     bad = []
-    for b in slo_breaches(summary, slo):
+    for b in slo_breaches(summary, slo, ws_outside):
         if b.criterion == "throttle_rate":
             bad.append(f"throttle rate {b.value:.4f} > {b.limit}")
         elif b.criterion == "failure_rate":
@@ -234,6 +237,8 @@ def slo_check(summary: dict, slo: Slo, causes: str | None = None) -> tuple[bool,
         elif b.criterion == "p99_latency":
             bad.append(f"p99 latency: no successful request (SLO ≤ {b.limit} ms)"
                        if b.value is None else f"p99 latency {b.value} ms > {b.limit} ms")
+        elif b.criterion == "websockets":
+            bad.append("websocket sessions: " + websockets_words(ws_outside, tier, b.value))
         else:
             bad.append(f"daily allowance lasts {b.value:.1f} h at this rate (< 24 h; "
                        "[slo] allowance_must_last_day)")

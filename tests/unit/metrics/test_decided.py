@@ -224,3 +224,22 @@ def test_with_no_tier_recommended_every_tier_failing_on_assumptions_is_named():
         "the spec does not show")
     summary.tiers = [other]
     assert decided.assumption_line(summary) is None
+
+
+def test_a_tier_without_the_streams_api_fails_its_websocket_clients():
+    """A websocket client of the Streams API on an RPC-only tier: every handshake is
+    refused with 402 (spec: the API outside the selection), no session ever connects, so
+    the tier cannot serve the scenario whatever its HTTP figures; the failure is the API's,
+    not an assumption. With the API in the tier, the same 402s (the allowance's) do not
+    decide it by the API."""
+    bot = [SimpleNamespace(stream="pending-txs", api="streams")]
+    s = {**figures(), "websockets": {"handshakes": {"ok": 0, "402": 40}}}
+    assert [b.criterion for b in slo_breaches(s, SLO, ["pending-txs"])] == ["websockets"]
+    (only,) = decide(s, SLO, METHODS, RPC_ONLY, bot)
+    assert (only["cause"], only["assumption"], only["breaks"]) == (
+        "api_not_in_tier", False, ("websockets",))
+    assert "pending-txs" in only["detail"] and "40 handshakes" in only["detail"]
+    with_streams = SimpleNamespace(apis={"rpc", "streams"})
+    assert decide(s, SLO, METHODS, with_streams, bot) == []
+    # no websocket clients, or none refused: nothing to decide
+    assert decide(figures(), SLO, METHODS, RPC_ONLY, bot) == []
