@@ -7,8 +7,10 @@
 (Users call :func:`sim.run`, which wraps this and adds ``write()``.)
 
 The open-loop demand is drawn once and replayed against every tier (common random
-numbers). With ``jobs > 1`` tiers run in worker processes; each rebuilds the same plan
-from the same seed, so the result is identical to a sequential run.
+numbers): written to the run's spool folder (:mod:`sim.workload.demand_spool`) and read
+back by each tier, so a recorded trace is read once per run, not once per tier. With
+``jobs > 1`` tiers run in worker processes, which read the same spooled demand, so the
+result is identical to a sequential run.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..model import recorder as rc
 from ..model.engine import TierResult, TierRun
 from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from ..workload.demand import Plan, build_plan
+from ..workload.demand_spool import spool_demand
 from .records import RECORDS, AttemptRecords, RequestsWriter, spool_folder
 
 MODEL_ASSUMPTIONS = (
@@ -101,8 +104,7 @@ def tier_parts(result: TierResult, plan: Plan) -> TierParts:
                      slots_frame(result))
 
 
-def _run_tier(loaded: LoadedScenario, tier: Tier, spool: str) -> tuple[TierResult, TierParts]:
-    plan = build_plan(loaded)
+def _run_tier(plan: Plan, tier: Tier, spool: str) -> tuple[TierResult, TierParts]:
     result = TierRun(plan, tier, spool=spool).run()
     return result, tier_parts(result, plan)
 
@@ -120,8 +122,8 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
     """
     if records not in RECORDS:
         raise ValueError(f"records must be one of {', '.join(RECORDS)}, not {records!r}")
-    plan = build_plan(loaded)
     folder = spool_folder()
+    plan = shared_plan(build_plan(loaded), folder.name, len(loaded.tiers))
     spools = [str(Path(folder.name) / f"tier{i}") for i in range(len(loaded.tiers))]
     if jobs > 1 and len(loaded.tiers) > 1:
         names = [t.name for t in loaded.tiers]
@@ -129,7 +131,7 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
                   if records == "attempts" else None)
         results, parts = [], []
         with process_pool(jobs) as pool, writer or nullcontext():
-            futures = [pool.submit(_run_tier, loaded, tier, spool)
+            futures = [pool.submit(_run_tier, plan, tier, spool)
                        for tier, spool in zip(loaded.tiers, spools, strict=True)]
             for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):
                 result, part = future.result()
@@ -151,6 +153,15 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         out = assemble(plan, results, folder)
     out.records_mode = records
     return out
+
+
+def shared_plan(plan: Plan, folder: str, tiers: int) -> Plan:
+    """``plan`` with its open-loop demand drawn once into ``folder`` for the ``tiers``
+    that replay it (:mod:`sim.workload.demand_spool`): every tier, in this process or a
+    worker, reads the same rows instead of drawing (or reading a trace) again."""
+    if tiers < 2 or plan.open_count == 0:
+        return plan
+    return spool_demand(plan, folder)
 
 
 def assemble(plan: Plan, results: list[TierResult], folder=None,
