@@ -10,18 +10,12 @@ from pathlib import Path
 import click
 
 from ..core.limits import MAX_LOAD_MULTIPLE, MAX_REPLICATIONS, MIN_RELATIVE_TOLERANCE
-from .options import FiniteFloatRange, bounded_processes, jobs_option, set_option, tier_option
+from .options import FiniteFloatRange, dask_options, jobs_option, set_option, tier_option
 
 
 def executor_options(f):
     """--jobs / --dask-scheduler / --dask-local (at most one)."""
-    f = click.option("--dask-local", type=click.IntRange(min=1), metavar="N",
-                     callback=bounded_processes,
-                     help="Start a local Dask cluster of N worker processes for this job "
-                          "(bounded as --jobs).")(f)
-    f = click.option("--dask-scheduler", metavar="ADDRESS",
-                     help="Run on an existing Dask cluster, e.g. tcp://host:8786 "
-                          "(workers need capsim installed: pip install 'capsim[dask]').")(f)
+    f = dask_options("this job")(f)
     f = jobs_option("Runs in parallel in a local process pool.")(f)
     return f
 

@@ -6,10 +6,10 @@ anew on each pass: for a recorded trace that is reading and converting the whole
 that: ``benchmarks/bench_demand_once.py``),
 and every tier of ``capsim run`` made its own pass (and, in a worker process of
 ``--jobs N``, its own scan of the trace first). :func:`spool_demand` makes the one pass,
-writes each block as a row group of a Parquet file (LZ4, as the attempt spools:
-:data:`sim.model.sinks.SPOOL_OPTIONS`), and returns a :class:`SpooledPlan`: the same
-plan, whose :meth:`~SpooledPlan.demand_blocks` reads the blocks back, column for column
-the arrays the draw made (so every attempt row is bit for bit the same), one block at a
+writes each block as a row group of a Parquet file (LZ4, as the attempt spools), and
+returns a :class:`SpooledPlan`: the same plan, whose
+:meth:`~SpooledPlan.demand_blocks` reads the blocks back, column for column the arrays
+the draw made (so every attempt row is bit for bit the same), one block at a
 time (memory stays flat in run length). It holds no trace reader, so it pickles small
 and a worker process or a Dask worker on this machine needs neither the trace nor a scan.
 """
@@ -23,6 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from .demand import _COLUMNS, _DTYPES, SLICE_S, Demand, Plan
+
+#: How the demand spool is written: as the attempt spools (``sim.model.sinks``, a layer
+#: above), LZ4 without dictionaries: cheap to write, read back once per tier, then deleted.
+DEMAND_SPOOL_OPTIONS = {"compression": "lz4", "use_dictionary": False}
 
 
 @dataclass
@@ -68,12 +72,10 @@ def spool_demand(plan: Plan, folder: str | Path, slice_s: float = SLICE_S,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..model.sinks import SPOOL_OPTIONS
-
     path = Path(folder) / "demand.parquet"
     schema = _schema()
     block_rows = []
-    with pq.ParquetWriter(path, schema, **SPOOL_OPTIONS) as writer:
+    with pq.ParquetWriter(path, schema, **DEMAND_SPOOL_OPTIONS) as writer:
         for block in plan.demand_blocks(slice_s):
             cols = [getattr(block, n) for n in _COLUMNS]
             writer.write_table(pa.Table.from_arrays(cols, schema=schema),
