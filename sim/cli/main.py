@@ -227,7 +227,7 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
             from .sweep import run_headroom_line
 
             headroom = run_headroom_line(scenario, overrides, result.summary.recommended.tier,
-                                         seed)
+                                         seed, pool)
             rec = result.summary.recommended.model_copy(update={"headroom": headroom})
             result.summary = result.summary.model_copy(update={"recommended": rec})
         folder = write_report(result, out_dir, claimed)

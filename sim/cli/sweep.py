@@ -182,11 +182,14 @@ def _check_sizes(specs, jobs: int) -> None:
         check_spec_size(spec, jobs, warn)
 
 
-def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None) -> str:
-    """The sentence ``capsim run --headroom`` adds for the recommended tier."""
+def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None,
+                      executor=None) -> str:
+    """The sentence ``capsim run --headroom`` adds for the recommended tier (its loads
+    run on ``executor``, e.g. ``capsim run --dask-local``'s, if given)."""
     from ..jobs.headroom import find_headroom
 
     if tier is None:
         return "headroom: no tier meets the SLO at today's load"
     extra = [*overrides, *([f"seed={seed}"] if seed is not None else [])]
-    return find_headroom(scenario, tiers=[tier], overrides=extra).tiers[0].describe()
+    return find_headroom(scenario, tiers=[tier], overrides=extra,
+                         executor=executor).tiers[0].describe()
