@@ -58,7 +58,7 @@ class TierHeadroom:
     value: float | None  # that metric's worst value over replications at next_load
     limit: float | None  # its SLO limit
     allowance_ran_out_at: str | None  # simulated time, when breaks_first is the allowance
-    evaluations: int  # loads simulated for this tier
+    evaluations: int  # loads on this tier's search path (more may run ahead, in parallel)
     cause: str | None = None  # why breaks_first broke, in words (the summary's decided_by)
     decided_by: str | None = None  # every cause at next_load: "API", "window (1/3), allowance*"
 

@@ -32,7 +32,7 @@ from ..model.engine import TierRun
 from ..results.summary import TierSummary
 from ..workload.demand import Plan, build_plan
 from .records import spool_folder
-from .run import RunOutput
+from .run import RunOutput, shared_plan
 
 
 def check_replications(n: int) -> int:
@@ -102,8 +102,13 @@ def replicate_tiers(loaded: LoadedScenario, n: int, *, jobs: int = 1,
                     done(r + 1)
     else:
         for r, seed in enumerate(seeds_):
-            plan = build_plan(load_scenario(loaded, seed=seed))
-            out[r] = [_summary(plan, tier) for tier in tiers]
+            folder = spool_folder()  # the replication's demand, drawn once for its tiers
+            try:
+                plan = shared_plan(build_plan(load_scenario(loaded, seed=seed)), folder.name,
+                                   len(tiers))
+                out[r] = [_summary(plan, tier) for tier in tiers]
+            finally:
+                folder.cleanup()
             if done:
                 done(r + 1)
     return out  # type: ignore[return-value]
