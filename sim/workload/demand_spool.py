@@ -46,6 +46,7 @@ class SpooledPlan(Plan):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        pool = pa.default_memory_pool()
         with pq.ParquetFile(self.demand_path, memory_map=False) as f:
             groups = iter(range(f.num_row_groups))
             for n in self.block_rows:  # a block is one row group, or several if large
@@ -54,7 +55,10 @@ class SpooledPlan(Plan):
                     tables.append(f.read_row_group(next(groups)))
                     got += tables[-1].num_rows
                 table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-                yield Demand(*(table.column(j).to_numpy() for j in range(len(_COLUMNS))))
+                block = Demand(*(table.column(j).to_numpy() for j in range(len(_COLUMNS))))
+                del table, tables
+                yield block
+                pool.release_unused()  # Arrow's allocator would keep the freed blocks
 
 
 def _schema():
