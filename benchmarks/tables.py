@@ -277,6 +277,37 @@ def emulator_soak(f: dict) -> list[str]:
     return table(["figure", "value"], rows)
 
 
+def demand_once(f: dict) -> list[str]:
+    t = f["tiers"]
+    rows = [
+        ["bare SimPy loop over the same requests", f["bare_loop_cpu_s"], 1.0],
+        ["demand of one tier, before, `--jobs 1` (a pass over the trace)",
+         f["per_tier_before_jobs_1_cpu_s"], f["ratio_before_jobs_1"]],
+        ["demand of one tier, before, `--jobs N` (the worker's scan and pass)",
+         f["per_tier_before_jobs_n_cpu_s"], f["ratio_before_jobs_n"]],
+        [f"demand of one tier, after (reading the spool; its draw shared by {t} tiers)",
+         f["per_tier_after_cpu_s"], f["ratio_after"]],
+        ["one tier's SimPy run (`RPC + Search`)", f["tier_run_cpu_s"], f["ratio_tier_run"]],
+        ["its aggregates (`tier_parts`), before (`math.fsum` of every value)",
+         f["tier_parts_before_cpu_s"], f["ratio_tier_parts_before"]],
+        ["its aggregates, after (zeros dropped first)", f["tier_parts_after_cpu_s"],
+         f["ratio_tier_parts_after"]],
+    ]
+    out = [f"A trace of {_cell(f['requests'])} requests ({f['minutes']:g} min at "
+           f"{f['rate_per_s']:g}/s); CPU seconds, medians of {f['repeat']}; the tier's run "
+           f"made {_cell(f['attempts_one_tier'])} attempts. Demand per tier-hour: "
+           f"{_cell(f['per_tier_hour_before_jobs_n_cpu_s'])} CPU-s before (`--jobs N`), "
+           f"{_cell(f['per_tier_hour_after_cpu_s'])} after.", ""]
+    out += table(["figure", "CPU s", "÷ bare loop (same run)"], rows)
+    out += ["", "`capsim headroom` on a closed-form scenario (tolerance 0.01): the same "
+            "path and answer with any number of workers; rounds are batches of runs.", ""]
+    out += table(["workers", "loads on the path", "rounds", "model runs", "headroom",
+                  "next load"],
+                 [[h["workers"], h["path_loads"], h["rounds"], h["model_runs"],
+                   h["headroom"], h["next_load"]] for h in f["headroom"]])
+    return out
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -366,6 +397,12 @@ BENCHMARKS = [
     Benchmark("instructions", "Machine instructions of the engine", "bench_instructions.py",
               "The model's instruction count under callgrind: a figure independent of the "
               "machine's load (needs valgrind).", instructions),
+    Benchmark("demand_once", "Demand drawn once, aggregates, headroom rounds",
+              "bench_demand_once.py",
+              "Issue 31 step 5, before and after against a bare SimPy loop over the same "
+              "requests: a replayed trace's demand per tier (read and drawn by every tier, "
+              "against spooled once and read back), one tier's aggregates, and `capsim "
+              "headroom`'s rounds and model runs with 1 to 7 workers.", demand_once),
 ]
 
 

@@ -42,7 +42,8 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
         tiers: Iterable[str] | None = None, seed: int | None = None,
         overrides: Iterable[str] | None = None, jobs: int = 1,
         progress: Progress | None = None, records: str = "attempts", replications: int = 1,
-        replication_progress: Callable[[int, int], None] | None = None) -> RunResult:
+        replication_progress: Callable[[int, int], None] | None = None,
+        executor=None) -> RunResult:
     """Simulate ``scenario`` against its tiers (or ``tiers``, by name) and return the results.
 
     ``scenario`` is a TOML path, None for the built-in default, or a
@@ -63,12 +64,17 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
     tables) is replication 0's, the plain run; ``jobs`` also spreads the replications'
     tiers over worker processes (same results); ``replication_progress(done, total)``
     is called as replications finish.
+
+    ``executor`` (a :class:`sim.jobs.executors.Executor`, e.g.
+    ``sim.jobs.executors.DaskExecutor(local_workers=4)``; the caller closes it) runs
+    the tiers and replications instead of ``jobs`` local processes (same results).
     """
     from .runner.replications import check_replications, with_replications
 
     check_replications(replications)
     loaded = load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
-    out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records)
+    out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records,
+                      executor=executor)
     out = with_replications(out, loaded, replications, jobs=jobs,
-                            progress=replication_progress)
+                            progress=replication_progress, executor=executor)
     return RunResult(**{f.name: getattr(out, f.name) for f in fields(out)})

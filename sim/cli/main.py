@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, NamedTuple
 import click
 
 from ..core.version import __version__
-from .options import jobs_option, report_errors, set_option, size_options, tier_option
+from .options import (
+    dask_options,
+    jobs_option,
+    report_errors,
+    set_option,
+    size_options,
+    tier_option,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.resolved import LoadedScenario
@@ -142,6 +149,7 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
 @click.option("--out", type=click.Path(file_okay=False), metavar="DIR",
               help="Report folder (default: reports/<scenario name>).")
 @jobs_option()
+@dask_options("the tiers (and replications)")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, no table.")
 @click.option("--headroom", "with_headroom", is_flag=True,
               help="Also find how far the load may grow before the recommended tier "
@@ -170,8 +178,8 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
                    "records stay replication 0's, the plain run's.")
 @set_option()
 @size_options
-def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
-        calibration, replications, overrides, max_requests):
+def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, with_headroom,
+        records, robust, calibration, replications, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
@@ -198,17 +206,18 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
         overrides = (*cal.overrides, *overrides)
         robust = True
     loaded = _load(scenario, overrides, seed, tiers)
-    _check_size(loaded, max_requests, jobs, replications)
+    _check_size(loaded, max_requests, dask_local or jobs, replications)
     sc = loaded.scenario
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
     progress = None if quiet else _progress(loaded)
     # Claimed and locked before simulating: a folder that is not a report, or one another
     # run is writing, fails now rather than after the run.
-    with ReportFolder(out_dir) as claimed:
+    with ReportFolder(out_dir) as claimed, _executor(jobs, dask_scheduler, dask_local) as pool:
         result = run_scenario(loaded, jobs=jobs, progress=progress, records=records,
                               replications=replications,
-                              replication_progress=None if quiet else _replication_progress)
+                              replication_progress=None if quiet else _replication_progress,
+                              executor=pool)
         if not quiet:
             click.echo("", err=True)
         if robust:
@@ -218,7 +227,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
             from .sweep import run_headroom_line
 
             headroom = run_headroom_line(scenario, overrides, result.summary.recommended.tier,
-                                         seed)
+                                         seed, pool)
             rec = result.summary.recommended.model_copy(update={"headroom": headroom})
             result.summary = result.summary.model_copy(update={"recommended": rec})
         folder = write_report(result, out_dir, claimed)
@@ -247,6 +256,18 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     if headroom is not None:
         click.echo(headroom)
     click.echo(f"report: {folder}/report.md  ({time.perf_counter() - started:.1f} s)")
+
+
+def _executor(jobs: int, dask_scheduler: str | None, dask_local: int | None):
+    """The Dask executor ``capsim run`` was asked for (a context manager), else a null
+    context: tiers then run here or in the run's own pool of ``jobs`` processes."""
+    from contextlib import nullcontext
+
+    if dask_scheduler is None and dask_local is None:
+        return nullcontext()
+    from ..jobs.executors import make_executor
+
+    return make_executor(jobs, dask_scheduler, dask_local)
 
 
 def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool):

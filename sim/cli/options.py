@@ -83,6 +83,21 @@ def jobs_option(what: str = "Tiers simulated in parallel worker processes.") -> 
                              f"{MIN_MAX_JOBS}).")
 
 
+def dask_options(what: str = "this job's runs") -> Callable:
+    """``--dask-scheduler ADDRESS`` / ``--dask-local N``: ``what`` runs on a Dask cluster
+    (:func:`sim.jobs.executors.make_executor`; at most one of them and ``--jobs N > 1``)."""
+    def wrap(f):
+        f = click.option("--dask-local", type=click.IntRange(min=1), metavar="N",
+                         callback=bounded_processes,
+                         help=f"Start a local Dask cluster of N worker processes for {what} "
+                              "(bounded as --jobs).")(f)
+        return click.option("--dask-scheduler", metavar="ADDRESS",
+                            help=f"Run {what} on an existing Dask cluster, e.g. "
+                                 "tcp://host:8786 (workers need capsim installed: pip "
+                                 "install 'capsim[dask]').")(f)
+    return wrap
+
+
 def size_options(f):
     """``--max-requests N``: the run-size limit, checked before any demand is drawn."""
     return click.option("--max-requests", type=click.IntRange(min=1), metavar="N",

@@ -10,18 +10,12 @@ from pathlib import Path
 import click
 
 from ..core.limits import MAX_LOAD_MULTIPLE, MAX_REPLICATIONS, MIN_RELATIVE_TOLERANCE
-from .options import FiniteFloatRange, bounded_processes, jobs_option, set_option, tier_option
+from .options import FiniteFloatRange, dask_options, jobs_option, set_option, tier_option
 
 
 def executor_options(f):
     """--jobs / --dask-scheduler / --dask-local (at most one)."""
-    f = click.option("--dask-local", type=click.IntRange(min=1), metavar="N",
-                     callback=bounded_processes,
-                     help="Start a local Dask cluster of N worker processes for this job "
-                          "(bounded as --jobs).")(f)
-    f = click.option("--dask-scheduler", metavar="ADDRESS",
-                     help="Run on an existing Dask cluster, e.g. tcp://host:8786 "
-                          "(workers need capsim installed: pip install 'capsim[dask]').")(f)
+    f = dask_options("this job")(f)
     f = jobs_option("Runs in parallel in a local process pool.")(f)
     return f
 
@@ -188,11 +182,14 @@ def _check_sizes(specs, jobs: int) -> None:
         check_spec_size(spec, jobs, warn)
 
 
-def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None) -> str:
-    """The sentence ``capsim run --headroom`` adds for the recommended tier."""
+def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None,
+                      executor=None) -> str:
+    """The sentence ``capsim run --headroom`` adds for the recommended tier (its loads
+    run on ``executor``, e.g. ``capsim run --dask-local``'s, if given)."""
     from ..jobs.headroom import find_headroom
 
     if tier is None:
         return "headroom: no tier meets the SLO at today's load"
     extra = [*overrides, *([f"seed={seed}"] if seed is not None else [])]
-    return find_headroom(scenario, tiers=[tier], overrides=extra).tiers[0].describe()
+    return find_headroom(scenario, tiers=[tier], overrides=extra,
+                         executor=executor).tiers[0].describe()

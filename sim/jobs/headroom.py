@@ -9,8 +9,16 @@ For each tier, along a log scale of load multipliers x (relative to the scenario
 
 ``lo`` (always a load that met) is the headroom; ``hi`` is the next step, where the
 report names what breaks first. With replications, a load *meets* only if every
-replication meets the SLO. All tiers advance together, so each step's runs (tiers ×
-replications) go to the executor as one batch.
+replication meets the SLO. All tiers advance together, so each round's runs (tiers ×
+loads × replications) go to the executor as one batch.
+
+With more workers than tiers still searching, a round simulates several loads per tier
+(``points``): the search's next load and the loads it would try after each possible
+verdict, nearest first (after x: 2x if x meets, sqrt(lo x) if not; then their
+successors). The search then takes its steps one by one from what is known, so its
+path, answer and bracket are those of the one-load-at-a-time search whatever the
+number of workers; a round advances it by up to log2(points + 1) steps, for up to
+``points`` runs per step-round where it took one.
 
 The search assumes meeting the SLO is monotone in load (more demand never helps); the
 rules of :mod:`sim.workload.load` are monotone, but a noisy metric near its limit can
@@ -19,6 +27,7 @@ make a single replication flip: more replications make the answer steadier.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -49,7 +58,7 @@ class TierHeadroom:
     value: float | None  # that metric's worst value over replications at next_load
     limit: float | None  # its SLO limit
     allowance_ran_out_at: str | None  # simulated time, when breaks_first is the allowance
-    evaluations: int  # loads simulated for this tier
+    evaluations: int  # loads on this tier's search path (more may run ahead, in parallel)
     cause: str | None = None  # why breaks_first broke, in words (the summary's decided_by)
     decided_by: str | None = None  # every cause at next_load: "API", "window (1/3), allowance*"
 
@@ -113,11 +122,14 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
                   overrides: list[str] = (), replications: int = 1, max_load: float = 100.0,
                   min_load: float = 0.01, tolerance: float = 0.02,
                   executor: Executor | None = None,
-                  progress: Callable[[str], None] | None = None) -> Headroom:
+                  progress: Callable[[str], None] | None = None,
+                  points: int | None = None) -> Headroom:
     """The headroom of each tier of ``scenario`` (see the module's docstring).
 
-    ``progress``: called with one line per load evaluated (tier, load, the verdict and
-    what decided it), as each step's batch finishes."""
+    ``progress``: called with one line per load on the search's path (tier, load, the
+    verdict and what decided it), as each round's batch finishes. ``points``: loads
+    simulated per tier and round (default: the executor's workers shared among the
+    tiers still searching and the replications, at least 1)."""
     from ..api import load_scenario
 
     if not MIN_RELATIVE_TOLERANCE <= tolerance <= 1:  # finer: the bisection may never end
@@ -134,22 +146,31 @@ def find_headroom(scenario: str | Path | None, *, tiers: list[str] = (),
     label, text = scenario_source(scenario)
     searches = [_Search(t.name) for t in loaded.tiers]
     executor = executor or SequentialExecutor()
+    bounds = (max_load, min_load, tolerance)
+    found: dict[str, dict[float, list[TierSummary]]] = {s.tier: {} for s in searches}
     while True:
+        for s in searches:  # along the sequential search's path, as far as it is known
+            known = found[s.tier]
+            while not s.done and s.x in known:
+                if progress is not None:
+                    progress(_progress_line(s, known[s.x]))
+                _step(s, known[s.x], *bounds)
         active = [s for s in searches if not s.done]
         if not active:
             break
-        specs = [RunSpec(run_id=f"{s.tier}@{s.x!r}/r{r}", point=i, variant="headroom",
+        per_tier = points or max(1, executor.workers // (len(active) * replications))
+        loads = [(s, x) for s in active
+                 for x in _next_loads(s, _verdicts(found[s.tier]), per_tier, bounds)]
+        specs = [RunSpec(run_id=f"{s.tier}@{x!r}/r{r}", point=i, variant="headroom",
                          replication=r, seed=replication_seed(sc.seed, r),
-                         overrides=(*overrides, f"load={sc.load * s.x!r}"),
+                         overrides=(*overrides, f"load={sc.load * x!r}"),
                          scenario_text=text, scenario_label=label, tiers=(s.tier,))
-                 for i, s in enumerate(active) for r in range(replications)]
-        results: dict[int, list[TierSummary]] = {i: [] for i in range(len(active))}
+                 for i, (s, x) in enumerate(loads) for r in range(replications)]
+        results = [[None] * replications for _ in loads]  # in replication order
         for spec, out in executor.as_completed(simulate, specs):
-            results[spec.point].append(RunSummary.from_json(out).tiers[0])
-        for i, s in enumerate(active):
-            if progress is not None:
-                progress(_progress_line(s, results[i]))
-            _step(s, results[i], max_load, min_load, tolerance)
+            results[spec.point][spec.replication] = RunSummary.from_json(out).tiers[0]
+        for (s, x), runs in zip(loads, results, strict=True):
+            found[s.tier][x] = runs
     return Headroom(
         scenario=sc.name,
         scenario_file=label,
@@ -177,22 +198,57 @@ def _progress_line(s: _Search, runs: list[TierSummary]) -> str:
 def _step(s: _Search, runs: list[TierSummary], max_load: float, min_load: float,
           tolerance: float) -> None:
     s.evaluations += 1
-    if all(t.meets_slo for t in runs):
-        s.lo, s.lo_runs = s.x, runs
+    meets = all(t.meets_slo for t in runs)
+    if meets:
+        s.lo_runs = runs
     else:
-        s.hi, s.hi_runs = s.x, runs
-    if s.hi is None:
-        if s.lo >= max_load:
-            s.done = True
-        s.x = min(s.lo * 2, max_load)
-    elif s.lo is None:
-        if s.hi <= min_load:
-            s.done = True
-        s.x = max(s.hi / 2, min_load)
-    elif s.hi / s.lo <= 1 + tolerance:
-        s.done = True
+        s.hi_runs = runs
+    s.x, s.lo, s.hi, s.done = _next(s.x, s.lo, s.hi, meets, max_load, min_load, tolerance)
+
+
+def _next(x: float, lo: float | None, hi: float | None, meets: bool, max_load: float,
+          min_load: float, tolerance: float) -> tuple[float, float | None, float | None, bool]:
+    """The search's next ``(x, lo, hi, done)`` once load ``x`` met the SLO or not."""
+    if meets:
+        lo = x
     else:
-        s.x = math.sqrt(s.lo * s.hi)
+        hi = x
+    if hi is None:
+        return min(lo * 2, max_load), lo, hi, lo >= max_load
+    if lo is None:
+        return max(hi / 2, min_load), lo, hi, hi <= min_load
+    if hi / lo <= 1 + tolerance:
+        return x, lo, hi, True
+    return math.sqrt(lo * hi), lo, hi, False
+
+
+def _verdicts(found: dict[float, list[TierSummary]]) -> dict[float, bool]:
+    return {x: all(t.meets_slo for t in runs) for x, runs in found.items()}
+
+
+def _next_loads(s: _Search, known: dict[float, bool], k: int,
+                bounds: tuple[float, float, float]) -> list[float]:
+    """Up to ``k`` loads not simulated yet that the sequential search may try next: its
+    next load, then the loads after each of its possible verdicts, and so on, those
+    fewest unknown verdicts away first. Whichever verdicts come, the search then walks
+    the same path as one load at a time, several steps per round."""
+    picks: list[float] = []
+    tree = [(0, 0, s.x, s.lo, s.hi)]  # (unknown verdicts on the way, order, state)
+    order = 1
+    while tree and len(picks) < k:
+        unknown, _, x, lo, hi = heapq.heappop(tree)
+        if x in known:
+            verdicts = (known[x],)
+        else:
+            if x not in picks:
+                picks.append(x)
+            verdicts, unknown = (True, False), unknown + 1
+        for meets in verdicts:
+            nx, nlo, nhi, done = _next(x, lo, hi, meets, *bounds)
+            if not done:
+                heapq.heappush(tree, (unknown, order, nx, nlo, nhi))
+                order += 1
+    return picks
 
 
 def _answer(s: _Search, slo) -> TierHeadroom:

@@ -7,7 +7,8 @@ gets -- run on every tier; within it every tier replays the same demand (common 
 numbers). Only each tier's summary is kept: its spool is removed as soon as the summary
 is read, so the temporary disk holds one replication's tier at a time (one per worker).
 
-With ``jobs > 1`` the (replication, tier) pairs are spread over a process pool; each
+With ``jobs > 1`` (or an executor, e.g. Dask's) the (replication, tier) pairs are
+spread over a process pool (or the executor's workers); each
 worker draws its replication's demand from its seed, so the summaries, gathered by
 (replication, tier), are the same whatever ``jobs`` is.
 """
@@ -31,7 +32,7 @@ from ..model.engine import TierRun
 from ..results.summary import TierSummary
 from ..workload.demand import Plan, build_plan
 from .records import spool_folder
-from .run import RunOutput
+from .run import RunOutput, shared_plan
 
 
 def check_replications(n: int) -> int:
@@ -63,15 +64,32 @@ def _pair(loaded: LoadedScenario, seed: int, tier: Tier) -> TierSummary:
     return _summary(build_plan(load_scenario(loaded, seed=seed)), tier)
 
 
+def _pair_item(item: tuple[int, int, LoadedScenario, int, Tier]) -> TierSummary:
+    """:func:`_pair` of an executor's item ``(replication, tier index, loaded, seed, tier)``."""
+    return _pair(*item[2:])
+
+
 def replicate_tiers(loaded: LoadedScenario, n: int, *, jobs: int = 1,
-                    done: Callable[[int], None] | None = None) -> list[list[TierSummary]]:
+                    done: Callable[[int], None] | None = None,
+                    executor=None) -> list[list[TierSummary]]:
     """The tier summaries of replications 1 .. ``n``-1 of ``loaded``, in replication
-    and tier order; ``done(r)`` is called as replication r's last tier finishes."""
+    and tier order; ``done(r)`` is called as replication r's last tier finishes.
+    ``executor`` (a :class:`sim.jobs.executors.Executor`, e.g. Dask's) runs the pairs
+    instead of a local pool of ``jobs`` processes."""
     check_replications(n)
     seeds_ = seeds(loaded, n)[1:]
     tiers = list(loaded.tiers)
     out: list[list[TierSummary | None]] = [[None] * len(tiers) for _ in seeds_]
-    if jobs > 1 and seeds_:
+    if executor is not None and seeds_:
+        items = [(r, i, loaded, seed, tier)
+                 for r, seed in enumerate(seeds_) for i, tier in enumerate(tiers)]
+        left = [len(tiers)] * len(seeds_)
+        for (r, i, *_), summary in executor.as_completed(_pair_item, items):
+            out[r][i] = summary
+            left[r] -= 1
+            if done and left[r] == 0:
+                done(r + 1)
+    elif jobs > 1 and seeds_:
         with process_pool(jobs) as pool:
             futures = {pool.submit(_pair, loaded, seed, tier): (r, i)
                        for r, seed in enumerate(seeds_) for i, tier in enumerate(tiers)}
@@ -84,15 +102,21 @@ def replicate_tiers(loaded: LoadedScenario, n: int, *, jobs: int = 1,
                     done(r + 1)
     else:
         for r, seed in enumerate(seeds_):
-            plan = build_plan(load_scenario(loaded, seed=seed))
-            out[r] = [_summary(plan, tier) for tier in tiers]
+            folder = spool_folder()  # the replication's demand, drawn once for its tiers
+            try:
+                plan = shared_plan(build_plan(load_scenario(loaded, seed=seed)), folder.name,
+                                   len(tiers))
+                out[r] = [_summary(plan, tier) for tier in tiers]
+            finally:
+                folder.cleanup()
             if done:
                 done(r + 1)
     return out  # type: ignore[return-value]
 
 
 def with_replications(out: RunOutput, loaded: LoadedScenario, n: int, *, jobs: int = 1,
-                      progress: Callable[[int, int], None] | None = None) -> RunOutput:
+                      progress: Callable[[int, int], None] | None = None,
+                      executor=None) -> RunOutput:
     """``out`` (replication 0, the run of ``loaded``) with its summary's
     ``replications`` section, after running replications 1 .. ``n``-1; nothing changes
     for ``n`` = 1. ``progress(done, n)`` after each replication (replication 0 counted)."""
@@ -106,7 +130,8 @@ def with_replications(out: RunOutput, loaded: LoadedScenario, n: int, *, jobs: i
 
     if progress:
         progress(1, n)
-    rest = replicate_tiers(loaded, n, jobs=jobs, done=done if progress else None)
+    rest = replicate_tiers(loaded, n, jobs=jobs, done=done if progress else None,
+                           executor=executor)
     section = replications_summary([list(out.summary.tiers), *rest], seeds(loaded, n))
     out.summary = out.summary.model_copy(update={"replications": section})
     return out

@@ -7,13 +7,16 @@
 (Users call :func:`sim.run`, which wraps this and adds ``write()``.)
 
 The open-loop demand is drawn once and replayed against every tier (common random
-numbers). With ``jobs > 1`` tiers run in worker processes; each rebuilds the same plan
-from the same seed, so the result is identical to a sequential run.
+numbers): written to the run's spool folder (:mod:`sim.workload.demand_spool`) and read
+back by each tier, so a recorded trace is read once per run, not once per tier. With
+``jobs > 1`` tiers run in worker processes, which read the same spooled demand, so the
+result is identical to a sequential run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ import pandas as pd
 from ..config.pricing import default_pricing_table, flatten
 from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
+from ..core.errors import CapsimError
 from ..core.pseudonyms import secret_kind
 from ..core.version import __version__
 from ..core.workers import process_pool
@@ -34,6 +38,7 @@ from ..model import recorder as rc
 from ..model.engine import TierResult, TierRun
 from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from ..workload.demand import Plan, build_plan
+from ..workload.demand_spool import SpooledPlan, spool_demand
 from .records import RECORDS, AttemptRecords, RequestsWriter, spool_folder
 
 MODEL_ASSUMPTIONS = (
@@ -101,42 +106,78 @@ def tier_parts(result: TierResult, plan: Plan) -> TierParts:
                      slots_frame(result))
 
 
-def _run_tier(loaded: LoadedScenario, tier: Tier, spool: str) -> tuple[TierResult, TierParts]:
-    plan = build_plan(loaded)
+def _run_tier(plan: Plan, tier: Tier, spool: str) -> tuple[TierResult, TierParts]:
+    _check_reachable(plan, spool)
     result = TierRun(plan, tier, spool=spool).run()
     return result, tier_parts(result, plan)
 
 
+def _run_tier_item(item: tuple[int, Plan, Tier, str]) -> tuple[TierResult, TierParts]:
+    """:func:`_run_tier` of an executor's item ``(index, plan, tier, spool)``."""
+    return _run_tier(*item[1:])
+
+
+def _check_reachable(plan: Plan, spool: str) -> None:
+    """A worker on another machine sees the run's spool folder only if it is shared."""
+    folder = Path(spool).parent
+    if not folder.is_dir() or (isinstance(plan, SpooledPlan)
+                               and not Path(plan.demand_path).is_file()):
+        raise CapsimError(
+            f"the run's spool folder {folder} is not reachable from the worker on "
+            f"{socket.gethostname()}: workers of --dask-scheduler must see it at the same "
+            "path (point TMPDIR at a folder they share)", field="--dask-scheduler")
+
+
+def _tier_results(items: list[tuple[int, Plan, Tier, str]], jobs: int, executor
+                  ) -> Iterator[tuple[TierResult, TierParts]]:
+    """Each tier's result and parts, in tier order, computed in ``executor`` (any
+    :class:`sim.jobs.executors.Executor`) or, if None, a local pool of ``jobs`` processes."""
+    if executor is None:
+        with process_pool(jobs) as pool:
+            futures = [pool.submit(_run_tier, *item[1:]) for item in items]
+            for future in futures:
+                yield future.result()
+        return
+    done: dict[int, tuple[TierResult, TierParts]] = {}
+    nxt = 0
+    for item, out in executor.as_completed(_run_tier_item, items):
+        done[item[0]] = out
+        while nxt in done:  # held until the tiers before it are done
+            yield done.pop(nxt)
+            nxt += 1
+
+
 def run(loaded: LoadedScenario, *, jobs: int = 1,
         progress: Callable[[Tier, float], None] | None = None,
-        records: str = "attempts") -> RunOutput:
+        records: str = "attempts", executor=None) -> RunOutput:
     """Simulate ``loaded`` against each of its tiers; ``progress(tier, sim_time)`` as it goes.
 
     Attempt rows are spooled to Parquet files as the tiers run (memory stays flat in run
     length); ``records`` (one of :data:`sim.runner.records.RECORDS`) is what a report folder
-    written from the output gets. With ``jobs > 1`` and ``records="attempts"`` the
-    parent writes ``requests.parquet`` (into the spool folder) tier by tier as the
-    workers finish them, while later tiers still simulate; a report copies it.
+    written from the output gets. With ``jobs > 1`` (a local process pool) or an
+    ``executor`` (a :class:`sim.jobs.executors.Executor`, e.g. Dask's) the tiers run in
+    parallel, and with ``records="attempts"`` the parent writes ``requests.parquet``
+    (into the spool folder) tier by tier as they finish, while later tiers still
+    simulate; a report copies it. The output is the same whichever runs the tiers.
     """
     if records not in RECORDS:
         raise ValueError(f"records must be one of {', '.join(RECORDS)}, not {records!r}")
-    plan = build_plan(loaded)
     folder = spool_folder()
+    plan = shared_plan(build_plan(loaded), folder.name, len(loaded.tiers))
     spools = [str(Path(folder.name) / f"tier{i}") for i in range(len(loaded.tiers))]
-    if jobs > 1 and len(loaded.tiers) > 1:
+    if (jobs > 1 or executor is not None) and len(loaded.tiers) > 1:
         names = [t.name for t in loaded.tiers]
         writer = (RequestsWriter(Path(folder.name) / "requests.parquet", plan, names)
                   if records == "attempts" else None)
         results, parts = [], []
-        with process_pool(jobs) as pool, writer or nullcontext():
-            futures = [pool.submit(_run_tier, loaded, tier, spool)
-                       for tier, spool in zip(loaded.tiers, spools, strict=True)]
-            for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):
-                result, part = future.result()
+        items = [(i, plan, tier, spool)
+                 for i, (tier, spool) in enumerate(zip(loaded.tiers, spools, strict=True))]
+        with writer or nullcontext():
+            for i, (result, part) in enumerate(_tier_results(items, jobs, executor)):
                 results.append(result)
                 parts.append(part)
                 if progress:
-                    progress(tier, loaded.scenario.duration_s)
+                    progress(loaded.tiers[i], loaded.scenario.duration_s)
                 if writer is not None:
                     writer.add_tier(i, result)
             written = None if writer is None else (writer.path, writer.close())
@@ -151,6 +192,15 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         out = assemble(plan, results, folder)
     out.records_mode = records
     return out
+
+
+def shared_plan(plan: Plan, folder: str, tiers: int) -> Plan:
+    """``plan`` with its open-loop demand drawn once into ``folder`` for the ``tiers``
+    that replay it (:mod:`sim.workload.demand_spool`): every tier, in this process or a
+    worker, reads the same rows instead of drawing (or reading a trace) again."""
+    if tiers < 2 or plan.open_count == 0:
+        return plan
+    return spool_demand(plan, folder)
 
 
 def assemble(plan: Plan, results: list[TierResult], folder=None,

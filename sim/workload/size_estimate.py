@@ -44,8 +44,9 @@ request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 
 The spools are on disk, not in memory, and every tier's stays until the report is
 written: :func:`check` also refuses a run whose spools (``tiers x (attempts + requests) x
-SPOOL_BYTES_PER_ROW``) exceed :data:`SAFETY_FRACTION` of the free space of the temporary
-folder (``TMPDIR``), and warns when retries could.
+SPOOL_BYTES_PER_ROW``, plus the open-loop demand drawn once for every tier,
+``DEMAND_BYTES_PER_ROW`` a request) exceed :data:`SAFETY_FRACTION` of the free space of
+the temporary folder (``TMPDIR``), and warns when retries could.
 
 ``capsim run --replications N`` simulates the run N times: the ``--max-requests`` /
 ``max_requests`` limit counts N times the requests per tier; memory counts one
@@ -109,6 +110,9 @@ SPOOL_BYTES_PER_ROW = 28
 (``python3 benchmarks/bench_spool.py``: 27.68 bytes per attempt row as the spool writes
 them, LZ4 without dictionaries; a request row has fewer columns). Every tier's spool stays
 on disk until the run's report is written."""
+DEMAND_BYTES_PER_ROW = 32
+"""Temporary disk one row of a run's spooled open-loop demand costs (nine columns, LZ4:
+21 bytes on a replayed trace, 31 on the mixed-bundle scenario's synthetic demand)."""
 _MAX_EXACT_SLOTS = 1_000_000
 
 
@@ -173,7 +177,10 @@ class SizeEstimate:
         # Replications 1.. keep a tier's spool only until its summary is read: one at a
         # time, or one per worker, beside replication 0's spools (kept for its report).
         others = 0 if self.replications == 1 else max(1, self.jobs)
-        return (self.tiers + others) * (attempts + self.requests) * SPOOL_BYTES_PER_ROW
+        # The open-loop demand, drawn once for every tier (sim.workload.demand_spool).
+        drawn = sum(s.requests for s in self.sources if s.kind in ("arrival", "trace"))
+        demand = drawn * DEMAND_BYTES_PER_ROW if self.tiers > 1 else 0.0
+        return (self.tiers + others) * (attempts + self.requests) * SPOOL_BYTES_PER_ROW + demand
 
     def describe(self) -> str:
         """``about 3.6e08 requests per tier (arrival 'a': 3.6e08) on 9 tier(s)``."""

@@ -186,3 +186,64 @@ def test_a_tier_without_the_api_breaks_on_the_failure_rate_and_says_why(tmp_path
     (entry,) = json.loads(r.output)["tiers"]
     assert entry["breaks_first"] == "failure_rate" and entry["value"] == 1.0
     assert "headroom: Mine" not in r.output  # no progress off a terminal
+
+
+class Counting:
+    """A sequential executor that says it has ``workers`` workers and counts rounds
+    (batches) and model runs."""
+
+    def __init__(self, workers: int) -> None:
+        from sim.jobs.executors import SequentialExecutor
+
+        self.workers, self.rounds, self.runs = workers, 0, 0
+        self._inner = SequentialExecutor()
+
+    def as_completed(self, fn, items):
+        items = list(items)
+        self.rounds += 1
+        self.runs += len(items)
+        yield from self._inner.as_completed(fn, items)
+
+
+@pytest.mark.parametrize(("rate", "limit", "tol"), [
+    ("2.5", 1010, 0.01),   # H = 5/3: up from 1, then bisect
+    ("10", 1010, 0.02),    # H = 5/12: down from 1, then bisect
+])
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_several_loads_per_round_find_the_sequential_answer_in_fewer_rounds(
+        tmp_path, rate, limit, tol, workers):
+    path = scenario(tmp_path, rate=rate, limit=limit)
+    one, many = Counting(1), Counting(workers)
+    sequential = find_headroom(path, tolerance=tol, executor=one)
+    parallel = find_headroom(path, tolerance=tol, executor=many)
+    (entry,) = parallel.tiers
+    expected = closed_form(rate, limit)
+    assert Fraction(entry.headroom) <= expected < Fraction(entry.next_load)
+    assert parallel.to_dict() == sequential.to_dict()  # the same path, answer and bracket
+    assert one.rounds == one.runs == entry.evaluations  # one load a round
+    # A round of 2^d - 1 loads takes d steps of the path: the rounds needed at most
+    # ceil(steps / d), where d = floor(log2(workers + 1)); never more runs than
+    # workers a round.
+    d = (workers + 1).bit_length() - 1
+    assert many.rounds <= -(-entry.evaluations // d)
+    assert many.runs <= workers * many.rounds
+
+
+def test_replications_share_the_workers_and_the_answer_stays(tmp_path):
+    path = scenario(tmp_path, rate="2.5", limit=1010)
+    one, many = Counting(1), Counting(6)  # 3 replications: 2 loads a round
+    a = find_headroom(path, tolerance=0.05, replications=3, executor=one)
+    b = find_headroom(path, tolerance=0.05, replications=3, executor=many)
+    assert a.to_dict() == b.to_dict()
+    assert many.rounds < one.rounds and many.runs % 3 == 0
+
+
+def test_the_capped_search_takes_three_steps_in_one_round_of_seven(tmp_path):
+    # 7 loads: the next one, the 2 after its two verdicts and the 4 after theirs (1; 2,
+    # 1/2; 4, sqrt 2, ...): the path 1, 2, 4 (each meets; 4 is max_load) in one round.
+    many = Counting(7)
+    doc = find_headroom(scenario(tmp_path, rate="1", limit=100_000), max_load=4,
+                        executor=many)
+    (entry,) = doc.tiers
+    assert entry.capped and entry.headroom == 4 and entry.evaluations == 3  # 1, 2, 4
+    assert many.rounds == 1 and many.runs == 7

@@ -123,3 +123,18 @@ def test_exact_sum_keeps_what_a_float_sum_loses():
         total.add(np.ones(3))
     total.add(np.array([-1e16]))
     assert total.value == 30.0
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 400))
+@settings(max_examples=60, deadline=None)
+def test_exact_sum_of_mostly_zeros_is_fsum_bit_for_bit(seed, n):
+    # Zeros (and negative zeros) are dropped before summing: the sum, its sign included,
+    # must stay math.fsum's of every value.
+    rng = np.random.default_rng(seed)
+    x = np.where(rng.random(n) < 0.7, rng.choice([0.0, -0.0], n),
+                 rng.normal(0.0, 1.0, n) * 10.0 ** rng.integers(-8, 9, n))
+    total = ExactSum()
+    for part in _chunks(x, rng):
+        total.add(part)
+    want = math.fsum(x.tolist())
+    assert total.value == want and math.copysign(1.0, total.value) == math.copysign(1.0, want)

@@ -273,7 +273,8 @@ def test_the_cli_refuses_a_run_for_the_disk_before_drawing(tmp_path, monkeypatch
     monkeypatch.setattr(size_estimate, "available_memory_bytes", lambda: 64 * GIB)
     monkeypatch.setattr(size_estimate, "free_spool_disk", lambda: ("/spool", GIB))
     _never_draw(monkeypatch)
-    # 3.6e6 requests per tier on 9 tiers: 1.7 GiB of spool rows, 0.1 GiB of memory
+    # 3.6e6 requests per tier on 9 tiers: 1.7 GiB of spool rows (2 x 28 bytes a request
+    # a tier) and 0.1 GiB of demand drawn once (32 bytes a request), 0.1 GiB of memory
     path = write_scenario(tmp_path, BIG.replace("1e5", "1e3"), filename="big.toml")
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["run", str(path), "--out", str(out), "-q"])
@@ -281,7 +282,7 @@ def test_the_cli_refuses_a_run_for_the_disk_before_drawing(tmp_path, monkeypatch
     assert "Traceback" not in result.output
     assert result.output.startswith(
         f"capsim: error: {path}: run too large for this machine's temporary disk")
-    assert "needing about 1.7 GiB in /spool; 1.0 GiB free" in result.output
+    assert "needing about 1.8 GiB in /spool; 1.0 GiB free" in result.output
     assert not out.exists()
 
 

@@ -1,0 +1,91 @@
+"""A run's open-loop demand drawn once and handed to every tier (a demand spool).
+
+:meth:`Plan.demand_blocks <sim.workload.demand.Plan.demand_blocks>` draws the demand
+anew on each pass: for a recorded trace that is reading and converting the whole file
+(at 400 requests/s about 2 CPU-s per tier-hour; reading the spool back costs a sixth of
+that: ``benchmarks/bench_demand_once.py``),
+and every tier of ``capsim run`` made its own pass (and, in a worker process of
+``--jobs N``, its own scan of the trace first). :func:`spool_demand` makes the one pass,
+writes each block as a row group of a Parquet file (LZ4, as the attempt spools), and
+returns a :class:`SpooledPlan`: the same plan, whose
+:meth:`~SpooledPlan.demand_blocks` reads the blocks back, column for column the arrays
+the draw made (so every attempt row is bit for bit the same), one block at a
+time (memory stays flat in run length). It holds no trace reader, so it pickles small
+and a worker process or a Dask worker on this machine needs neither the trace nor a scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from .demand import _COLUMNS, _DTYPES, SLICE_S, Demand, Plan
+
+#: How the demand spool is written: as the attempt spools (``sim.model.sinks``, a layer
+#: above), LZ4 without dictionaries: cheap to write, read back once per tier, then deleted.
+DEMAND_SPOOL_OPTIONS = {"compression": "lz4", "use_dictionary": False}
+
+
+@dataclass
+class SpooledPlan(Plan):
+    """A :class:`~sim.workload.demand.Plan` whose open-loop demand was drawn once into
+    ``demand_path`` (by blocks of ``slice_s`` seconds); closed-loop drawers are the plan's."""
+
+    demand_path: str = ""
+    slice_s: float = SLICE_S
+    block_rows: tuple[int, ...] = ()  # rows of each block, in order
+
+    def demand_blocks(self, slice_s: float = SLICE_S) -> Iterator[Demand]:
+        """The spooled blocks, in order, each read when asked for."""
+        if slice_s != self.slice_s:
+            raise ValueError(f"the demand was spooled by {self.slice_s:g} s blocks, "
+                             f"not {slice_s:g} s")
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pool = pa.default_memory_pool()
+        with pq.ParquetFile(self.demand_path, memory_map=False) as f:
+            groups = iter(range(f.num_row_groups))
+            for n in self.block_rows:  # a block is one row group, or several if large
+                tables, got = [], 0
+                while got < n:
+                    tables.append(f.read_row_group(next(groups)))
+                    got += tables[-1].num_rows
+                table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+                block = Demand(*(table.column(j).to_numpy() for j in range(len(_COLUMNS))))
+                del table, tables
+                yield block
+                pool.release_unused()  # Arrow's allocator would keep the freed blocks
+
+
+def _schema():
+    import pyarrow as pa
+
+    return pa.schema([(n, pa.from_numpy_dtype(np.dtype(d)))
+                      for n, d in zip(_COLUMNS, _DTYPES, strict=True)])
+
+
+def spool_demand(plan: Plan, folder: str | Path, slice_s: float = SLICE_S,
+                 group_rows: int | None = None) -> SpooledPlan:
+    """Draw ``plan``'s open-loop demand once into ``folder/demand.parquet``; the
+    :class:`SpooledPlan` reading it (``folder`` must outlive every tier's run).
+    ``group_rows``: rows per row group at most (default: a block, up to Parquet's cap)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(folder) / "demand.parquet"
+    schema = _schema()
+    block_rows = []
+    with pq.ParquetWriter(path, schema, **DEMAND_SPOOL_OPTIONS) as writer:
+        for block in plan.demand_blocks(slice_s):
+            cols = [getattr(block, n) for n in _COLUMNS]
+            writer.write_table(pa.Table.from_arrays(cols, schema=schema),
+                               row_group_size=min(len(block), group_rows or len(block)))
+            block_rows.append(len(block))
+    shared = {f.name: getattr(plan, f.name) for f in fields(Plan)}
+    shared["traces"] = {}  # read once, above: the spooled plan needs no reader
+    return SpooledPlan(**shared, demand_path=str(path), slice_s=slice_s,
+                       block_rows=tuple(block_rows))

@@ -1,0 +1,91 @@
+"""The demand drawn once (``sim.workload.demand_spool``): the spooled plan hands out the
+blocks the draw made, bit for bit and block for block, without its trace; a run reads a
+trace once whatever its number of tiers."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from test_replay_model import _trace
+
+import sim
+from sim.config.resolved import validate
+from sim.config.selection import load_scenario
+from sim.model.engine import TierRun
+from sim.traces.replay import ReplayStream
+from sim.workload.demand import build_plan
+from sim.workload.demand_spool import SpooledPlan, spool_demand
+
+COLUMNS = ("t", "source", "method", "key", "region", "items", "reserve", "actual", "service_s")
+
+
+def _trace_plan(trace):
+    raw = {
+        "name": "replay", "duration": 700, "seed": 3,
+        "tiers": ["RPC", "RPC + Search", "Advanced bundle"], "account": {"keys": ["x"]},
+        "sources": [{"name": "rec", "key": "x", "trace": str(trace)},
+                    {"name": "synthetic", "key": "x", "arrival": {"process": "poisson",
+                                                                 "rate": 3.0}}],
+    }
+    return validate(raw, "test")
+
+
+def _assert_same_blocks(spooled, plan):
+    drawn = list(plan.demand_blocks())
+    read = list(spooled.demand_blocks())
+    assert len(read) == len(drawn) > 1
+    for a, b in zip(read, drawn, strict=True):
+        for c in COLUMNS:
+            x, y = getattr(a, c), getattr(b, c)
+            assert x.dtype == y.dtype, c
+            np.testing.assert_array_equal(x, y, err_msg=c)
+
+
+@pytest.mark.parametrize("path", ["workloads/mixed-bundle.toml", "workloads/indexer.toml"])
+def test_spooled_blocks_are_the_drawn_blocks(tmp_path, path):
+    loaded = load_scenario(path, overrides=["duration=400"])
+    spooled = spool_demand(build_plan(loaded), tmp_path)
+    _assert_same_blocks(spooled, build_plan(loaded))
+
+
+def test_a_block_split_over_row_groups_is_read_back_whole(tmp_path):
+    loaded = load_scenario("workloads/mixed-bundle.toml", overrides=["duration=400"])
+    spooled = spool_demand(build_plan(loaded), tmp_path, group_rows=7)
+    _assert_same_blocks(spooled, build_plan(loaded))
+
+
+def test_the_spooled_plan_needs_no_trace_and_pickles_small(tmp_path):
+    _, trace = _trace(tmp_path, n=4000)
+    loaded = _trace_plan(trace)
+    spooled = spool_demand(build_plan(loaded), tmp_path)
+    moved = trace.rename(tmp_path / "gone.parquet")
+    copy = pickle.loads(pickle.dumps(spooled))
+    assert isinstance(copy, SpooledPlan) and not copy.traces
+    assert len(pickle.dumps(spooled)) < 20_000  # the tables and scenario, no demand rows
+    trace_free = [TierRun(copy, t).run().attempts for t in loaded.tiers]
+    moved.rename(trace)
+    plan = build_plan(loaded)
+    for tier, rows in zip(loaded.tiers, trace_free, strict=True):
+        fresh = TierRun(plan, tier).run().attempts
+        for name, col in fresh.items():
+            np.testing.assert_array_equal(rows[name], col, err_msg=f"{tier.name}: {name}")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_run_reads_its_trace_once_however_many_tiers(tmp_path, monkeypatch, jobs):
+    # One pass to scan the trace (the plan's methods and keys), one to draw the demand:
+    # two passes for three tiers (each tier read it again before).
+    _, trace = _trace(tmp_path, n=3000)
+    passes = []
+    chunks = ReplayStream.chunks
+
+    def counted(self, *a, **kw):
+        passes.append(1)
+        return chunks(self, *a, **kw)
+
+    monkeypatch.setattr(ReplayStream, "chunks", counted)
+    out = sim.run(_trace_plan(trace), records="none", jobs=jobs)
+    assert len(out.summary.tiers) == 3
+    assert len(passes) == 2
