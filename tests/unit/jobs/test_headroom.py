@@ -247,3 +247,13 @@ def test_the_capped_search_takes_three_steps_in_one_round_of_seven(tmp_path):
     (entry,) = doc.tiers
     assert entry.capped and entry.headroom == 4 and entry.evaluations == 3  # 1, 2, 4
     assert many.rounds == 1 and many.runs == 7
+
+
+def test_run_headroom_searches_on_the_runs_executor(tmp_path):
+    from sim.cli.sweep import run_headroom_line
+
+    path = scenario(tmp_path, rate="2.5", limit=1010)
+    many = Counting(3)
+    line = run_headroom_line(str(path), (), "Mine", None, many)
+    assert line == find_headroom(path).tiers[0].describe()
+    assert many.runs > many.rounds  # rounds of several loads: the executor was used
