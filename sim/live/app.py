@@ -55,7 +55,7 @@ from ..policy.slots import stale_expiry_s
 from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
 from .access import AccessLog, Exchange
 from .clock import ServiceClock
-from .connections import ConnectionInfo, ConnectionRegistry
+from .connections import ConnectionInfo, ConnectionRegistry, client_gone
 from .publisher import Publisher
 
 HTTP_STATUS = {o: 200 if o == RPC_32005 else s for o, s in OUTCOME_STATUS.items()}
@@ -101,6 +101,12 @@ LATE_WARN_S = 0.1
 taken up after it was read; wall lateness multiplied by ``--time-scale``) before the
 server warns; settling is on the schedule and deciding at the read time whatever the
 lateness, see :meth:`EmulatorApp._serve` and :meth:`EmulatorApp._arrival`."""
+
+
+BODY_SAME_ARRIVAL_S = 0.01
+"""Service seconds a body may complete after its headers and still be decided at the
+headers' time (its ``x-capsim-t``): one time per request, in the order requests were
+taken up. A body completing later is decided when it has arrived."""
 
 
 class Lateness:
@@ -192,6 +198,8 @@ class EmulatorApp:
         self.late = Lateness(clock.time_scale)
         self.arrival_late = Lateness(clock.time_scale, kind="arrival")
         self.stall_until = 0.0  # time.monotonic() until which requests wait (faults)
+        self._last_decided = 0.0  # service time of the latest decision (_in_decision_order)
+        self.warn: Callable[[str], None] | None = None  # internal errors (set by serve)
         self.registry = registry
         if registry is not None:
             registry.on_closed = self._connection_closed
@@ -246,10 +254,20 @@ class EmulatorApp:
         without a connection record."""
         now = self.clock.now()
         if stalled or conn is None or not conn.read_unix:
-            return now
+            return self._in_decision_order(now)
         read = min(now, self.clock.at(conn.read_unix))
         self.arrival_late.observe(now - read)
-        return read
+        return self._in_decision_order(read)
+
+    def _in_decision_order(self, t: float) -> float:
+        """``t``, or the latest time already decided at if later: requests read on
+        different connections are taken up in an order of their own (TLS, the event
+        loop), and the account must see -- and ``x-capsim-t`` tell -- its decisions in
+        the order it made them (a refusal never dated before an admission it followed).
+        Every caller decides at the time returned before it next awaits."""
+        t = max(t, self._last_decided)
+        self._last_decided = t
+        return t
 
     @staticmethod
     def _header(scope, name: bytes) -> str | None:
@@ -314,10 +332,20 @@ class EmulatorApp:
 
     async def _http(self, scope, receive, send) -> None:
         ex = Exchange(scope, send)
+        conn = self._conn(scope)
+        if self.registry is not None:
+            self.registry.request_started(conn)
         try:
             await self._http_exchange(scope, receive, ex)
+        except Exception as err:  # noqa: BLE001 - a bug answers 500 with a body, no traceback
+            if self.warn is not None:
+                self.warn(f"capsim serve: internal error on {scope.get('path')}: "
+                          f"{type(err).__name__}")
+            if ex.status is None:
+                await ex.reply(500, {"error": {"code": "500", "message": "internal error"}})
         finally:
-            conn = self._conn(scope)
+            if self.registry is not None:
+                self.registry.request_ended(conn)
             self.log.write(ex, conn.sni if conn is not None else None)
 
     async def _http_exchange(self, scope, receive, ex: Exchange) -> None:
@@ -337,6 +365,10 @@ class EmulatorApp:
         h2_sni = scope.get("http_version") == "2" and (conn is None or bool(conn.sni))
         key_ok = self._key_ok(scope)
         ex.now = now = self._arrival(conn, stalled)
+        read_mark = conn.read_unix if conn is not None else None
+        # A request is dated once, when its headers were taken up -- the connection's
+        # limits and the CU window are asked at the same time -- unless its body
+        # arrived later (below).
         # 1. What the headers say, before any body is read: protocol, key.
         if route is not None and not h2_sni:
             await self._error(ex, Decision(PROTO_421), "RPC and POST /v1/size need HTTP/2 "
@@ -345,6 +377,8 @@ class EmulatorApp:
         if not key_ok:
             await self._error(ex, Decision(AUTH_401), "missing or unknown X-Api-Key")
             return
+        if conn is not None and self.registry is not None:
+            self.registry.mark_keyed(conn)  # no longer capped or timed out (guard)
         # 2. The account's connection limits: only a connection that presents a valid key
         #    over HTTP/2 with SNI (what RPC and sizing need) is the account's.
         if api in (RPC, SEARCH) and conn is not None and h2_sni:
@@ -368,7 +402,13 @@ class EmulatorApp:
         body = await self._body(scope, receive, ex)
         if body is None:
             return
-        ex.now = now = self._arrival(conn, stalled)  # once the whole request has arrived
+        if client_gone(receive):
+            ex.disconnected = True  # cancelled before it was decided: not served
+            return
+        if conn is not None and conn.read_unix != read_mark \
+                and self.clock.at(conn.read_unix) - now > BODY_SAME_ARRIVAL_S:
+            # A body that came in well after the headers: decided once it has arrived.
+            ex.now = now = self._arrival(conn, stalled)
         if route == "rpc":
             await self._rpc(scope, ex, body, now, h2_sni)
         else:
@@ -395,8 +435,10 @@ class EmulatorApp:
 
     async def _rpc(self, scope, ex: Exchange, body: bytes, now: float, h2_sni: bool) -> None:
         try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+            # Strict JSON: NaN and Infinity are not JSON; nesting too deep to parse is a
+            # parse error, not an exception (an empty 500).
+            payload = parse_json(body)
+        except BodyError:
             await self._rpc_error(ex, None, -32700, "parse error")
             return
         if isinstance(payload, list):
@@ -407,9 +449,8 @@ class EmulatorApp:
             call = validate_rpc_envelope(payload)
         except BodyError as err:
             ident = payload.get("id") if isinstance(payload, dict) else None
-            if not (ident is None or isinstance(ident, str | int | float)) \
-                    or isinstance(ident, bool):
-                ident = None
+            if not _echoable_id(ident):
+                ident = None  # e.g. 1e400 (read as infinity): not a JSON number to echo
             await self._rpc_error(ex, ident, -32600, f"invalid request: {err}")
             return
         ex.what = call.method
@@ -617,7 +658,10 @@ class EmulatorApp:
         name = self._stream_of(self._api_of(scope, conn), scope["path"])
         ex.what = name or "-"
         adm = self.admission
-        if not self._key_ok(scope):  # the key first, as on HTTP
+        key_ok = self._key_ok(scope)
+        if key_ok and conn is not None and self.registry is not None:
+            self.registry.mark_keyed(conn)
+        if not key_ok:  # the key first, as on HTTP
             d = Decision(AUTH_401)
         elif name is None:
             d = None
@@ -636,6 +680,8 @@ class EmulatorApp:
         ex.status = 101
         self.log.write(ex, conn.sni if conn is not None else None)
         sock = _Socket(name, send, conn, adm)
+        if self.registry is not None:
+            self.registry.request_started(conn)
         loop = asyncio.get_running_loop()
         writer = None
         stopping = loop.create_task(self.stopping.wait())
@@ -663,6 +709,8 @@ class EmulatorApp:
                     await asyncio.wait_for(writer, 1.0)
                 break
         finally:
+            if self.registry is not None:
+                self.registry.request_ended(conn)
             stopping.cancel()
             self.sockets[name].pop(sock, None)
             if writer is not None and not sock.closed_by_server:
@@ -695,6 +743,16 @@ class EmulatorApp:
                 {"error": "cu exhausted", "t_s": round(t, 6)})})
             sock.offer({"type": "websocket.close", "code": WS_EXHAUSTED_CODE,
                         "reason": "cu exhausted"})
+
+
+def _echoable_id(ident) -> bool:
+    """Whether a request's ``id`` can be echoed as valid JSON (JSON-RPC 2.0: a string, a
+    number or null; a float must be finite)."""
+    if ident is None or isinstance(ident, str):
+        return True
+    if isinstance(ident, bool):
+        return False
+    return isinstance(ident, int) or (isinstance(ident, float) and math.isfinite(ident))
 
 
 async def _quiet(coro) -> None:

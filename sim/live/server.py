@@ -22,7 +22,7 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..policy.admission import Admission
-from . import garbage
+from . import garbage, guard
 from .access import AccessLog
 from .app import EmulatorApp
 from .certs import Certificate, hostnames, make_certificate, region_label
@@ -71,6 +71,7 @@ def _config(cert: Certificate):
     config.keep_alive_timeout = 3600.0  # idle connections are the client's to close
     config.keep_alive_max_requests = 2**62  # no GOAWAY after N requests: not the spec's
     config.graceful_timeout = 1.0
+    config.ssl_handshake_timeout = guard.HANDSHAKE_TIMEOUT_S
     config.accesslog = None
     config.errorlog = "-"
     config.loglevel = "WARNING"
@@ -135,7 +136,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     def warn_aside(line: str) -> None:
         # Never on the event loop: a pipe nobody reads (stderr) would stop the server.
         threading.Thread(target=warn, args=(line,), daemon=True).start()
-    app.late.warn = app.arrival_late.warn = warn_aside
+    app.late.warn = app.arrival_late.warn = app.warn = warn_aside
     config = _config(cert)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -165,6 +166,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     if options.freeze_startup:
         garbage.freeze_startup()
     collector = loop.create_task(garbage.collect_closed(lambda: registry.closed, stop))
+    sweeper = loop.create_task(guard.sweep(registry, stop))
     try:
         with tracking_connections(registry):
             await worker_serve(wrap_app(app, config.wsgi_max_body_size, "asgi"), config,
@@ -172,6 +174,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     finally:
         watcher.cancel()
         collector.cancel()
+        sweeper.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
