@@ -30,10 +30,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs
 
 from ..config.pricing import Pricing
 from ..config.resolved import LoadedScenario
 from ..config.scenario import Sizing
+from ..config.tiers import Tier, find_tier
+from ..core.errors import CapsimError
 from ..core.rng import stream as named_stream
 from ..core.vocabulary import (
     AUTH_401,
@@ -54,6 +57,7 @@ from ..policy.admission import Admission, Decision
 from ..policy.slots import stale_expiry_s
 from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
 from .access import AccessLog, Exchange
+from .admin import ADMIN_TOKEN_HEADER, Journal, Rules, admin_allowed
 from .clock import ServiceClock
 from .connections import ConnectionInfo, ConnectionRegistry, client_gone
 from .publisher import Publisher
@@ -103,10 +107,11 @@ server warns; settling is on the schedule and deciding at the read time whatever
 lateness, see :meth:`EmulatorApp._serve` and :meth:`EmulatorApp._arrival`."""
 
 
-BODY_SAME_ARRIVAL_S = 0.01
-"""Service seconds a body may complete after its headers and still be decided at the
-headers' time (its ``x-capsim-t``): one time per request, in the order requests were
-taken up. A body completing later is decided when it has arrived."""
+ADMIN_ENDPOINTS = ("GET /admin/window, POST /admin/reset, POST /admin/tier, "
+                   "POST /admin/faults, GET|DELETE /admin/requests, "
+                   "POST /admin/requests/verify, GET|POST|DELETE /admin/rules")
+_ADMIN_BODY = {("POST", "/admin/faults"), ("POST", "/admin/rules"),
+               ("POST", "/admin/requests/verify"), ("POST", "/admin/tier")}
 
 
 class Lateness:
@@ -219,6 +224,10 @@ class EmulatorApp:
         self.publisher = Publisher(sc, clock, self._deliver)
         self.stopping = asyncio.Event()
         """Set when the server begins to stop: open websockets are closed (1001)."""
+        self.journal = Journal()
+        self.rules = Rules(sc.seed)
+        self.admin_token: str | None = None
+        """``X-Admin-Token`` every ``/admin/*`` request needs (None: loopback only)."""
 
     # -- ASGI entry ------------------------------------------------------------------
 
@@ -258,6 +267,11 @@ class EmulatorApp:
         read = min(now, self.clock.at(conn.read_unix))
         self.arrival_late.observe(now - read)
         return self._in_decision_order(read)
+
+    def _other_window(self, a: float, b: float) -> bool:
+        """Whether service times ``a`` and ``b`` fall in different CU windows."""
+        w = self.admission.limiter.window_s
+        return math.floor(a / w) != math.floor(b / w)
 
     def _in_decision_order(self, t: float) -> float:
         """``t``, or the latest time already decided at if later: requests read on
@@ -346,7 +360,13 @@ class EmulatorApp:
         finally:
             if self.registry is not None:
                 self.registry.request_ended(conn)
-            self.log.write(ex, conn.sni if conn is not None else None)
+            self._record(ex, conn)
+
+    def _record(self, ex: Exchange, conn: ConnectionInfo | None) -> None:
+        """Log ``ex`` and keep it in the journal (not the admin endpoints' own requests)."""
+        rec = self.log.write(ex, conn.sni if conn is not None else None)
+        if not rec["path"].startswith("/admin/"):
+            self.journal.add(rec)
 
     async def _http_exchange(self, scope, receive, ex: Exchange) -> None:
         path, method = scope["path"], scope["method"]
@@ -359,7 +379,7 @@ class EmulatorApp:
             return
         stalled = await self._stalled()
         conn = self._conn(scope)
-        api = self._api_of(scope, conn)
+        api = ex.api = self._api_of(scope, conn)
         route = ("rpc" if api == RPC and path == "/" and method == "POST" else
                  "size" if api == SEARCH and path == "/v1/size" and method == "POST" else None)
         h2_sni = scope.get("http_version") == "2" and (conn is None or bool(conn.sni))
@@ -368,7 +388,7 @@ class EmulatorApp:
         read_mark = conn.read_unix if conn is not None else None
         # A request is dated once, when its headers were taken up -- the connection's
         # limits and the CU window are asked at the same time -- unless its body
-        # arrived later (below).
+        # arrived in a later window (below).
         # 1. What the headers say, before any body is read: protocol, key.
         if route is not None and not h2_sni:
             await self._error(ex, Decision(PROTO_421), "RPC and POST /v1/size need HTTP/2 "
@@ -405,9 +425,10 @@ class EmulatorApp:
         if client_gone(receive):
             ex.disconnected = True  # cancelled before it was decided: not served
             return
-        if conn is not None and conn.read_unix != read_mark \
-                and self.clock.at(conn.read_unix) - now > BODY_SAME_ARRIVAL_S:
-            # A body that came in well after the headers: decided once it has arrived.
+        if conn is not None and conn.read_unix != read_mark and self._other_window(
+                now, self.clock.at(conn.read_unix)):
+            # A body that came in after a window boundary: decided once it has arrived,
+            # in the window that pays for it.
             ex.now = now = self._arrival(conn, stalled)
         if route == "rpc":
             await self._rpc(scope, ex, body, now, h2_sni)
@@ -455,6 +476,8 @@ class EmulatorApp:
             return
         ex.what = call.method
         quiet = call.notification
+        if await self._injected(scope, ex):
+            return
         if call.method not in self._rpc_methods:
             await self._rpc_error(ex, call.id, -32601, "method not found", quiet)
             return
@@ -500,6 +523,8 @@ class EmulatorApp:
 
     async def _size(self, scope, ex: Exchange, body: bytes, now: float, h2_sni: bool) -> None:
         ex.what = SIZE_METHOD
+        if await self._injected(scope, ex):
+            return
         try:
             req = validate_sizing_body(parse_json(body))
         except BodyError as err:
@@ -524,6 +549,39 @@ class EmulatorApp:
             return
         await self._serve(ex, d, now, SIZE_METHOD)
         await ex.reply(200, {"items": req.items, "gas_used": int(sum(gas)), "cu": actual})
+
+    # -- fault and latency rules (:mod:`.admin`) -------------------------------------
+
+    def _rule(self, scope, ex: Exchange):
+        return self.rules.pick({"api": ex.api, "method": ex.what,
+                                "http_method": scope.get("method"), "path": scope.get("path")})
+
+    async def _injected(self, scope, ex: Exchange) -> bool:
+        """Apply the first rule matching ``ex`` (once its method is known, before it is
+        decided): a latency rule delays its reply (it is decided as usual); a forced
+        status answers it undecided and unbilled; a drop closes its connection. True
+        when the request was answered or dropped here."""
+        rule = self._rule(scope, ex)
+        if rule is None:
+            return False
+        ex.fault, ex.delay_s = rule.id, rule.delay_s
+        if rule.drop:
+            if rule.delay_s:
+                await asyncio.sleep(rule.delay_s)
+            ex.disconnected = True
+            conn = self._conn(scope)
+            if conn is not None:
+                conn.abort()
+            return True
+        if rule.status is None:
+            return False
+        ex.outcome = "fault"
+        headers = [("retry-after", str(rule.retry_after_s))] \
+            if rule.retry_after_s is not None else []
+        await ex.reply(rule.status, {"error": {"code": str(rule.status),
+                                               "message": f"injected fault ({rule.id})"}},
+                       headers)
+        return True
 
     # -- developer endpoints --------------------------------------------------------
 
@@ -559,10 +617,11 @@ class EmulatorApp:
                 "arrival_lateness": self.arrival_late.as_dict(),
                 "stalled_for_s": round(max(0.0, self.stall_until - time.monotonic()), 3)}
 
-    def reset(self) -> dict:
+    def reset(self, tier: Tier | None = None) -> dict:
         """Forget the account's windows, daily ledger, connections and websocket slots
-        (``POST /admin/reset``): open websockets are closed (1012), open connections are
-        asked the limits again at their next request."""
+        (``POST /admin/reset``; ``POST /admin/tier`` with a new ``tier``): open
+        websockets are closed (1012), open connections are asked the limits again at
+        their next request."""
         closed = 0
         for socks in self.sockets.values():
             for sock in list(socks):
@@ -570,13 +629,14 @@ class EmulatorApp:
                 sock.offer({"type": "websocket.close", "code": 1012, "reason": "reset"})
                 closed += 1
             socks.clear()
-        self.admission = Admission.for_scenario(self.loaded, self.admission.tier)
+        self.admission = Admission.for_scenario(self.loaded, tier or self.admission.tier)
         if self.registry is not None:
             for info in self.registry.all():
                 info.admitted, info.account = None, None
         self.late = Lateness(self.clock.time_scale, self.late.warn)
         self.arrival_late = Lateness(self.clock.time_scale, self.arrival_late.warn, "arrival")
-        return {"reset": True, "websockets_closed": closed, "now_s": self.clock.now()}
+        return {"reset": True, "tier": self.admission.tier.name,
+                "websockets_closed": closed, "now_s": self.clock.now()}
 
     def drop_websockets(self) -> int:
         """Drop every websocket's TCP connection without a close frame (a fault)."""
@@ -590,37 +650,74 @@ class EmulatorApp:
 
     async def _admin(self, scope, receive, ex: Exchange, path: str, method: str) -> None:
         ex.what = path
-        if path == "/admin/window" and method == "GET":
-            await ex.reply(200, self.window())
+        if not admin_allowed(scope.get("client"), ex.header(ADMIN_TOKEN_HEADER),
+                             self.admin_token):
+            await ex.reply(403, {"error": {"code": "403", "message": (
+                "admin endpoints need X-Admin-Token (the server's CAPSIM_ADMIN_TOKEN)"
+                if self.admin_token else "admin endpoints answer loopback clients only; "
+                "start the server with CAPSIM_ADMIN_TOKEN set to allow others")}})
             return
-        if path == "/admin/reset" and method == "POST":
-            await ex.reply(200, self.reset())
-            return
-        if path != "/admin/faults" or method != "POST":
-            await ex.reply(404, {"error": {"code": "404", "message": "admin endpoints: GET "
-                           "/admin/window, POST /admin/reset, POST /admin/faults"}})
-            return
-        body = await self._body(scope, receive, ex)
-        if body is None:
-            return
+        query = {k: v[-1] for k, v in parse_qs(
+            scope.get("query_string", b"").decode("latin-1")).items()}
+        route = (method, path)
         try:
-            spec = json.loads(body or b"{}")
-            if not isinstance(spec, dict) or set(spec) - {"drop_websockets", "stall_s"}:
-                raise ValueError("expected an object with drop_websockets and/or stall_s")
-            drop = spec.get("drop_websockets", False)
-            stall = spec.get("stall_s", 0)
-            if not isinstance(drop, bool):
-                raise ValueError("drop_websockets: expected true or false")
-            if isinstance(stall, bool) or not isinstance(stall, int | float) \
-                    or not 0 <= stall <= 3600:
-                raise ValueError("stall_s: expected a number of seconds in [0, 3600]")
-        except ValueError as err:
-            await ex.reply(400, {"error": {"code": "400", "message": str(err)}})
-            return
+            if route in _ADMIN_BODY:
+                body = await self._body(scope, receive, ex)
+                if body is None:
+                    return
+                try:
+                    spec = parse_json(body) if body.strip() else {}
+                except BodyError:
+                    raise ValueError("expected a JSON body") from None
+                status, reply = self._admin_with_body(route, spec)
+            else:
+                status, reply = self._admin_get(route, query)
+        except (ValueError, CapsimError) as err:
+            status, reply = 400, {"error": {"code": "400", "message": str(err)}}
+        await ex.reply(status, reply)
+
+    def _admin_get(self, route: tuple[str, str], query: dict) -> tuple[int, dict]:
+        if route == ("GET", "/admin/window"):
+            return 200, self.window()
+        if route == ("POST", "/admin/reset"):
+            return 200, self.reset()
+        if route == ("GET", "/admin/requests"):
+            return 200, self.journal.query(query)
+        if route == ("DELETE", "/admin/requests"):
+            return 200, {"cleared": self.journal.clear()}
+        if route == ("GET", "/admin/rules"):
+            return 200, {"rules": [r.as_dict() for r in self.rules.rules]}
+        if route == ("DELETE", "/admin/rules"):
+            return 200, {"removed": self.rules.remove(query.get("id"))}
+        return 404, {"error": {"code": "404", "message": f"admin endpoints: {ADMIN_ENDPOINTS}"}}
+
+    def _admin_with_body(self, route: tuple[str, str], spec) -> tuple[int, dict]:
+        if route == ("POST", "/admin/rules"):
+            return 201, self.rules.add(spec).as_dict()
+        if route == ("POST", "/admin/requests/verify"):
+            ok, reply = self.journal.verify(spec)
+            return (200 if ok else 409), reply
+        if route == ("POST", "/admin/tier"):
+            if not isinstance(spec, dict) or not isinstance(spec.get("tier"), str):
+                raise ValueError('expected {"tier": "<tier name>"}')
+            return 200, self.reset(find_tier(spec["tier"], self.loaded.tiers))
+        return 200, self._faults(spec)
+
+    def _faults(self, spec) -> dict:
+        """``POST /admin/faults``: drop every websocket, and/or stall requests."""
+        if not isinstance(spec, dict) or set(spec) - {"drop_websockets", "stall_s"}:
+            raise ValueError("expected an object with drop_websockets and/or stall_s")
+        drop = spec.get("drop_websockets", False)
+        stall = spec.get("stall_s", 0)
+        if not isinstance(drop, bool):
+            raise ValueError("drop_websockets: expected true or false")
+        if isinstance(stall, bool) or not isinstance(stall, int | float) \
+                or not 0 <= stall <= 3600:
+            raise ValueError("stall_s: expected a number of seconds in [0, 3600]")
         dropped = self.drop_websockets() if drop else 0
         if stall:
             self.stall_until = max(self.stall_until, time.monotonic() + float(stall))
-        await ex.reply(200, {"websockets_dropped": dropped, "stall_s": stall})
+        return {"websockets_dropped": dropped, "stall_s": stall}
 
     def _connection_closed(self, info: ConnectionInfo) -> None:
         # Only a connection the current account admitted holds one of its slots.
@@ -655,12 +752,29 @@ class EmulatorApp:
         conn = self._conn(scope)
         ex = Exchange(scope, send)
         ex.now = now = self._arrival(conn, stalled)
-        name = self._stream_of(self._api_of(scope, conn), scope["path"])
+        ex.api = self._api_of(scope, conn)
+        name = self._stream_of(ex.api, scope["path"])
         ex.what = name or "-"
         adm = self.admission
         key_ok = self._key_ok(scope)
         if key_ok and conn is not None and self.registry is not None:
             self.registry.mark_keyed(conn)
+        rule = self._rule(scope, ex) if key_ok and name is not None else None
+        if rule is not None:
+            ex.fault = rule.id
+        if rule is not None and (rule.drop or rule.status is not None):
+            if rule.delay_s:
+                await asyncio.sleep(rule.delay_s)
+            if rule.drop:
+                ex.disconnected = True
+                if conn is not None:
+                    conn.abort()
+            else:
+                ex.status, ex.outcome = rule.status, "fault"
+                await self._deny(send, rule.status, "fault", float(rule.retry_after_s)
+                                 if rule.retry_after_s is not None else math.nan, now)
+            self._record(ex, conn)
+            return
         if not key_ok:  # the key first, as on HTTP
             d = Decision(AUTH_401)
         elif name is None:
@@ -671,14 +785,16 @@ class EmulatorApp:
                    adm.connect_cu if d is not None and d.outcome == OK else 0.0)
         if d is None or d.outcome != OK:
             ex.status = 404 if d is None else HTTP_STATUS[d.outcome]
-            self.log.write(ex, conn.sni if conn is not None else None)
+            self._record(ex, conn)
             if d is None:
                 await self._deny(send, 404, "404", math.nan, now)
             else:
                 await self._deny(send, ex.status, d.name, d.retry_after_s, now)
             return
         ex.status = 101
-        self.log.write(ex, conn.sni if conn is not None else None)
+        self._record(ex, conn)
+        if rule is not None and rule.delay_s:
+            await asyncio.sleep(rule.delay_s)  # a latency rule: a slow handshake
         sock = _Socket(name, send, conn, adm)
         if self.registry is not None:
             self.registry.request_started(conn)

@@ -46,6 +46,10 @@ class ServeOptions:
     allow_remote: bool = False
     access_log: str | None = None
     """``None``/``"off"``: no access log; ``"-"``: standard error; else a file."""
+    access_log_format: str = "text"
+    """``text`` or ``jsonl`` (what ``capsim trace import`` reads)."""
+    admin_token: str | None = None
+    """The ``X-Admin-Token`` ``/admin/*`` needs (``None``: loopback clients only)."""
     warn: Callable[[str], None] | None = None
     """Where warnings go (default: ``announce``)."""
     freeze_startup: bool = True
@@ -120,7 +124,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     names = hostnames(regions)
     skipped = [r for r in regions if region_label(r) is None]
     cert = make_certificate(cert_dir, names)
-    log = AccessLog.open(options.access_log)
+    log = AccessLog.open(options.access_log, options.access_log_format)
     log.hosts = frozenset(names)  # written as sent; any other Host label as a pseudonym
     try:
         sock = bind(options)
@@ -131,6 +135,8 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     clock = ServiceClock.starting_now(options.time_scale)
     registry = ConnectionRegistry()
     app = EmulatorApp(loaded, Admission.for_scenario(loaded, tier), clock, registry, log)
+    app.admin_token = options.admin_token or None
+    log.t0_unix = clock.t0_unix
     warn = options.warn or announce
 
     def warn_aside(line: str) -> None:
@@ -155,6 +161,9 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     announce("the CA was kept from an earlier start" if cert.reused else
              "a new CA: trust it once (docs/how-to/use-the-emulator.md); "
              "--cert-dir keeps it for later starts")
+    announce("admin endpoints (/admin/*): " + (
+        "X-Admin-Token required (CAPSIM_ADMIN_TOKEN)" if app.admin_token
+        else "loopback clients only (set CAPSIM_ADMIN_TOKEN to allow others with a token)"))
     if ready is not None:
         ready(app)
 
