@@ -161,6 +161,8 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     announce("the CA was kept from an earlier start" if cert.reused else
              "a new CA: trust it once (docs/how-to/use-the-emulator.md); "
              "--cert-dir keeps it for later starts")
+    for note in cert.notes:
+        announce(note)
     announce("admin endpoints (/admin/*): " + (
         "X-Admin-Token required (CAPSIM_ADMIN_TOKEN)" if app.admin_token
         else "loopback clients only (set CAPSIM_ADMIN_TOKEN to allow others with a token)"))
