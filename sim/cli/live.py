@@ -58,9 +58,10 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, access_log,
 
     HTTPS with HTTP/2 and SNI on search.localhost, rpc.localhost and streams.localhost
     (and the same under each of the scenario's regions); the account's keys, limiter,
-    websocket cap and connection limits are those the simulator uses. GET /admin/window,
-    POST /admin/reset and POST /admin/faults help a developer (see the README). Stops
-    cleanly on Ctrl-C or SIGTERM.
+    websocket cap and connection limits are those the simulator uses. /admin/* (loopback
+    clients only, or X-Admin-Token = $CAPSIM_ADMIN_TOKEN) helps a developer: window,
+    reset, tier, faults, a request journal, fault and latency rules
+    (docs/how-to/use-the-emulator.md). Stops cleanly on Ctrl-C or SIGTERM.
     """
     from ..config.tiers import find_tier
     from ..live.admin import ADMIN_TOKEN_ENV

@@ -4,8 +4,10 @@ Hostnames (the ``Host`` header, else the TLS SNI) pick the API: ``search.*`` (``
 /v1/size``, the monitoring websocket ``/v1/monitoring/unhealthy/ws``), ``rpc.*``
 (``POST /`` JSON-RPC 2.0: ``svc_call``, ``svc_pendingBlock`` and any RPC method of the
 scenario), ``streams.*`` (websockets ``/pending-txs``, ``/new-blocks``,
-``/pending-logs``). ``/healthz`` and the developer endpoints ``/admin/window``,
-``/admin/reset``, ``/admin/faults`` answer on every hostname without a key.
+``/pending-logs``). ``/healthz`` and the developer endpoints (``/admin/window``,
+``/admin/reset``, ``/admin/tier``, ``/admin/faults``, ``/admin/requests``,
+``/admin/rules``: :mod:`.admin`) answer on every hostname without a key, the latter to
+loopback clients or with the admin token only.
 
 A request is checked from its headers before any body byte is read (421, 401, then the
 connection's admission, 430); its body is read as it streams in, up to
@@ -35,7 +37,7 @@ from urllib.parse import parse_qs
 from ..config.pricing import Pricing
 from ..config.resolved import LoadedScenario
 from ..config.scenario import Sizing
-from ..config.tiers import Tier, find_tier
+from ..config.tiers import CATALOG, Tier, find_tier
 from ..core.errors import CapsimError
 from ..core.rng import stream as named_stream
 from ..core.vocabulary import (
@@ -71,14 +73,17 @@ WS_EXHAUSTED_CODE = 1013
 
 ASSUMPTIONS = (
     "Hostnames: search.localhost, rpc.localhost, streams.localhost and the same under each "
-    "scenario region (Host, else SNI); /healthz and /admin/* on any hostname, without a key.",
+    "scenario region (Host, else SNI); /healthz and /admin/* on any hostname, without a key "
+    "(/admin/* to loopback clients only, or with X-Admin-Token).",
     "Checks from the headers first: 421 (RPC, POST /v1/size without HTTP/2 and SNI), then "
     "401 on every other path; a connection counts against the account's limits from its "
     "first request that passes both.",
     "Error bodies: JSON {\"error\": {\"code\": <status or outcome>, \"message\": ...}}; "
     "JSON-RPC errors in a 200 reply: -32700 parse error, -32600 invalid request, -32601 "
     "unknown method, -32005 \"rate limit exceeded\"; a notification is served, billed and "
-    "answered 204 without a body.",
+    "answered 204 without a body. NaN, Infinity and nesting too deep to parse are parse "
+    "errors; an id that is no finite number (1e400) is an invalid request, answered "
+    "with id null.",
     "Bodies over MAX_BODY_BYTES (1 MiB) get 413, a Content-Type other than JSON 415.",
     "401 for a missing or unknown X-Api-Key (spec 5: response not shown).",
     "A websocket handshake refused for CU gets HTTP 434 with Retry-After (spec 7: "
@@ -700,7 +705,9 @@ class EmulatorApp:
         if route == ("POST", "/admin/tier"):
             if not isinstance(spec, dict) or not isinstance(spec.get("tier"), str):
                 raise ValueError('expected {"tier": "<tier name>"}')
-            return 200, self.reset(find_tier(spec["tier"], self.loaded.tiers))
+            # The scenario's tiers (its custom ones included), then the whole catalog.
+            known = {t.name: t for t in (*CATALOG, *self.loaded.tiers)}
+            return 200, self.reset(find_tier(spec["tier"], tuple(known.values())))
         return 200, self._faults(spec)
 
     def _faults(self, spec) -> dict:
