@@ -616,11 +616,20 @@ class EmulatorApp:
                 "daily": {"allowance_cu": lim.daily_allowance_cu,
                           "used_cu": round(lim.daily_used[day], 6) if day is not None else 0.0},
                 "connections": {"account_active": adm.connections.active,
-                                "tcp_open": len(self.registry) if self.registry else None},
+                                "tcp_open": len(self.registry) if self.registry else None,
+                                **self._guard_counts()},
                 "websockets": {"live": adm.slots.live, "stale": adm.slots.stale(now)},
                 "lateness": self.late.as_dict(),
                 "arrival_lateness": self.arrival_late.as_dict(),
                 "stalled_for_s": round(max(0.0, self.stall_until - time.monotonic()), 3)}
+
+    def _guard_counts(self) -> dict:
+        """Connections without a key now, and those dropped by :mod:`.guard` so far."""
+        reg = self.registry
+        if reg is None:
+            return {}
+        return {"unkeyed_open": reg.unkeyed, "dropped_idle_unkeyed": reg.dropped_idle,
+                "dropped_over_cap": reg.dropped_over_cap}
 
     def reset(self, tier: Tier | None = None) -> dict:
         """Forget the account's windows, daily ledger, connections and websocket slots
