@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import click
@@ -42,19 +43,28 @@ def _time_scale(f):
 @click.option("--access-log", default="-", show_default=True, metavar="FILE|-|off",
               help="One line per request (the key only as its pseudonym): a file to "
                    "append to, - for standard error, off for none.")
-@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host.")
+@click.option("--access-log-format", type=click.Choice(["text", "jsonl"]), default="text",
+              show_default=True,
+              help="text: one readable line per request; jsonl: one JSON object per API "
+                   "request, which `capsim trace import` reads (a recorded session replays "
+                   "in the simulator).")
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (the "
+              "admin endpoints still answer loopback clients only, unless "
+              "CAPSIM_ADMIN_TOKEN is set: then every admin request needs X-Admin-Token).")
 @_set_option
-def serve(scenario, tier_name, host, port, time_scale, cert_dir, access_log, allow_remote,
-          overrides):
+def serve(scenario, tier_name, host, port, time_scale, cert_dir, access_log,
+          access_log_format, allow_remote, overrides):
     """Emulate the service for SCENARIO's account (default: the built-in scenario).
 
     HTTPS with HTTP/2 and SNI on search.localhost, rpc.localhost and streams.localhost
     (and the same under each of the scenario's regions); the account's keys, limiter,
-    websocket cap and connection limits are those the simulator uses. GET /admin/window,
-    POST /admin/reset and POST /admin/faults help a developer (see the README). Stops
-    cleanly on Ctrl-C or SIGTERM.
+    websocket cap and connection limits are those the simulator uses. /admin/* (loopback
+    clients only, or X-Admin-Token = $CAPSIM_ADMIN_TOKEN) helps a developer: window,
+    reset, tier, faults, a request journal, fault and latency rules
+    (docs/how-to/use-the-emulator.md). Stops cleanly on Ctrl-C or SIGTERM.
     """
     from ..config.tiers import find_tier
+    from ..live.admin import ADMIN_TOKEN_ENV
     from ..live.server import ServeOptions
     from ..live.server import serve as serve_async
 
@@ -68,7 +78,8 @@ def serve(scenario, tier_name, host, port, time_scale, cert_dir, access_log, all
 
     options = ServeOptions(host=host, port=port, time_scale=time_scale or 1.0,
                            cert_dir=cert_dir, allow_remote=allow_remote,
-                           access_log=access_log, warn=warn)
+                           access_log=access_log, access_log_format=access_log_format,
+                           admin_token=os.environ.get(ADMIN_TOKEN_ENV) or None, warn=warn)
 
     def announce(line: str) -> None:
         click.echo(line)

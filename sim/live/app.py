@@ -4,8 +4,10 @@ Hostnames (the ``Host`` header, else the TLS SNI) pick the API: ``search.*`` (``
 /v1/size``, the monitoring websocket ``/v1/monitoring/unhealthy/ws``), ``rpc.*``
 (``POST /`` JSON-RPC 2.0: ``svc_call``, ``svc_pendingBlock`` and any RPC method of the
 scenario), ``streams.*`` (websockets ``/pending-txs``, ``/new-blocks``,
-``/pending-logs``). ``/healthz`` and the developer endpoints ``/admin/window``,
-``/admin/reset``, ``/admin/faults`` answer on every hostname without a key.
+``/pending-logs``). ``/healthz`` and the developer endpoints (``/admin/window``,
+``/admin/reset``, ``/admin/tier``, ``/admin/faults``, ``/admin/requests``,
+``/admin/rules``: :mod:`.admin`) answer on every hostname without a key, the latter to
+loopback clients or with the admin token only.
 
 A request is checked from its headers before any body byte is read (421, 401, then the
 connection's admission, 430); its body is read as it streams in, up to
@@ -27,7 +29,6 @@ import asyncio
 import contextlib
 import json
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -54,8 +55,10 @@ from ..policy.admission import Admission, Decision
 from ..policy.slots import stale_expiry_s
 from ..traces.bodies import BodyError, parse_json, validate_rpc_envelope, validate_sizing_body
 from .access import AccessLog, Exchange
+from .admin import Journal, Rules
 from .clock import ServiceClock
-from .connections import ConnectionInfo, ConnectionRegistry
+from .connections import ConnectionInfo, ConnectionRegistry, client_gone
+from .devtools import DeveloperEndpoints
 from .publisher import Publisher
 
 HTTP_STATUS = {o: 200 if o == RPC_32005 else s for o, s in OUTCOME_STATUS.items()}
@@ -67,14 +70,17 @@ WS_EXHAUSTED_CODE = 1013
 
 ASSUMPTIONS = (
     "Hostnames: search.localhost, rpc.localhost, streams.localhost and the same under each "
-    "scenario region (Host, else SNI); /healthz and /admin/* on any hostname, without a key.",
+    "scenario region (Host, else SNI); /healthz and /admin/* on any hostname, without a key "
+    "(/admin/* to loopback clients only, or with X-Admin-Token).",
     "Checks from the headers first: 421 (RPC, POST /v1/size without HTTP/2 and SNI), then "
     "401 on every other path; a connection counts against the account's limits from its "
     "first request that passes both.",
     "Error bodies: JSON {\"error\": {\"code\": <status or outcome>, \"message\": ...}}; "
     "JSON-RPC errors in a 200 reply: -32700 parse error, -32600 invalid request, -32601 "
     "unknown method, -32005 \"rate limit exceeded\"; a notification is served, billed and "
-    "answered 204 without a body.",
+    "answered 204 without a body. NaN, Infinity and nesting too deep to parse are parse "
+    "errors; an id that is no finite number (1e400) is an invalid request, answered "
+    "with id null.",
     "Bodies over MAX_BODY_BYTES (1 MiB) get 413, a Content-Type other than JSON 415.",
     "401 for a missing or unknown X-Api-Key (spec 5: response not shown).",
     "A websocket handshake refused for CU gets HTTP 434 with Retry-After (spec 7: "
@@ -175,7 +181,7 @@ class _Socket:
             self.dropped += 1
 
 
-class EmulatorApp:
+class EmulatorApp(DeveloperEndpoints):
     """The ASGI application of one account on one tier.
 
     ``registry`` is the connection registry of :mod:`.connections` (``None``: run
@@ -192,6 +198,8 @@ class EmulatorApp:
         self.late = Lateness(clock.time_scale)
         self.arrival_late = Lateness(clock.time_scale, kind="arrival")
         self.stall_until = 0.0  # time.monotonic() until which requests wait (faults)
+        self._last_decided = 0.0  # service time of the latest decision (_in_decision_order)
+        self.warn: Callable[[str], None] | None = None  # internal errors (set by serve)
         self.registry = registry
         if registry is not None:
             registry.on_closed = self._connection_closed
@@ -211,6 +219,10 @@ class EmulatorApp:
         self.publisher = Publisher(sc, clock, self._deliver)
         self.stopping = asyncio.Event()
         """Set when the server begins to stop: open websockets are closed (1001)."""
+        self.journal = Journal()
+        self.rules = Rules(sc.seed)
+        self.admin_token: str | None = None
+        """``X-Admin-Token`` every ``/admin/*`` request needs (None: loopback only)."""
 
     # -- ASGI entry ------------------------------------------------------------------
 
@@ -246,10 +258,25 @@ class EmulatorApp:
         without a connection record."""
         now = self.clock.now()
         if stalled or conn is None or not conn.read_unix:
-            return now
+            return self._in_decision_order(now)
         read = min(now, self.clock.at(conn.read_unix))
         self.arrival_late.observe(now - read)
-        return read
+        return self._in_decision_order(read)
+
+    def _other_window(self, a: float, b: float) -> bool:
+        """Whether service times ``a`` and ``b`` fall in different CU windows."""
+        w = self.admission.limiter.window_s
+        return math.floor(a / w) != math.floor(b / w)
+
+    def _in_decision_order(self, t: float) -> float:
+        """``t``, or the latest time already decided at if later: requests read on
+        different connections are taken up in an order of their own (TLS, the event
+        loop), and the account must see -- and ``x-capsim-t`` tell -- its decisions in
+        the order it made them (a refusal never dated before an admission it followed).
+        Every caller decides at the time returned before it next awaits."""
+        t = max(t, self._last_decided)
+        self._last_decided = t
+        return t
 
     @staticmethod
     def _header(scope, name: bytes) -> str | None:
@@ -314,11 +341,27 @@ class EmulatorApp:
 
     async def _http(self, scope, receive, send) -> None:
         ex = Exchange(scope, send)
+        conn = self._conn(scope)
+        if self.registry is not None:
+            self.registry.request_started(conn)
         try:
             await self._http_exchange(scope, receive, ex)
+        except Exception as err:  # noqa: BLE001 - a bug answers 500 with a body, no traceback
+            if self.warn is not None:
+                self.warn(f"capsim serve: internal error on {scope.get('path')}: "
+                          f"{type(err).__name__}")
+            if ex.status is None:
+                await ex.reply(500, {"error": {"code": "500", "message": "internal error"}})
         finally:
-            conn = self._conn(scope)
-            self.log.write(ex, conn.sni if conn is not None else None)
+            if self.registry is not None:
+                self.registry.request_ended(conn)
+            self._record(ex, conn)
+
+    def _record(self, ex: Exchange, conn: ConnectionInfo | None) -> None:
+        """Log ``ex`` and keep it in the journal (not the admin endpoints' own requests)."""
+        rec = self.log.write(ex, conn.sni if conn is not None else None)
+        if not rec["path"].startswith("/admin/"):
+            self.journal.add(rec)
 
     async def _http_exchange(self, scope, receive, ex: Exchange) -> None:
         path, method = scope["path"], scope["method"]
@@ -331,12 +374,16 @@ class EmulatorApp:
             return
         stalled = await self._stalled()
         conn = self._conn(scope)
-        api = self._api_of(scope, conn)
+        api = ex.api = self._api_of(scope, conn)
         route = ("rpc" if api == RPC and path == "/" and method == "POST" else
                  "size" if api == SEARCH and path == "/v1/size" and method == "POST" else None)
         h2_sni = scope.get("http_version") == "2" and (conn is None or bool(conn.sni))
         key_ok = self._key_ok(scope)
         ex.now = now = self._arrival(conn, stalled)
+        read_mark = conn.read_unix if conn is not None else None
+        # A request is dated once, when its headers were taken up -- the connection's
+        # limits and the CU window are asked at the same time -- unless its body
+        # arrived in a later window (below).
         # 1. What the headers say, before any body is read: protocol, key.
         if route is not None and not h2_sni:
             await self._error(ex, Decision(PROTO_421), "RPC and POST /v1/size need HTTP/2 "
@@ -345,6 +392,8 @@ class EmulatorApp:
         if not key_ok:
             await self._error(ex, Decision(AUTH_401), "missing or unknown X-Api-Key")
             return
+        if conn is not None and self.registry is not None:
+            self.registry.mark_keyed(conn)  # no longer capped or timed out (guard)
         # 2. The account's connection limits: only a connection that presents a valid key
         #    over HTTP/2 with SNI (what RPC and sizing need) is the account's.
         if api in (RPC, SEARCH) and conn is not None and h2_sni:
@@ -368,7 +417,14 @@ class EmulatorApp:
         body = await self._body(scope, receive, ex)
         if body is None:
             return
-        ex.now = now = self._arrival(conn, stalled)  # once the whole request has arrived
+        if client_gone(receive):
+            ex.disconnected = True  # cancelled before it was decided: not served
+            return
+        if conn is not None and conn.read_unix != read_mark and self._other_window(
+                now, self.clock.at(conn.read_unix)):
+            # A body that came in after a window boundary: decided once it has arrived,
+            # in the window that pays for it.
+            ex.now = now = self._arrival(conn, stalled)
         if route == "rpc":
             await self._rpc(scope, ex, body, now, h2_sni)
         else:
@@ -395,8 +451,10 @@ class EmulatorApp:
 
     async def _rpc(self, scope, ex: Exchange, body: bytes, now: float, h2_sni: bool) -> None:
         try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+            # Strict JSON: NaN and Infinity are not JSON; nesting too deep to parse is a
+            # parse error, not an exception (an empty 500).
+            payload = parse_json(body)
+        except BodyError:
             await self._rpc_error(ex, None, -32700, "parse error")
             return
         if isinstance(payload, list):
@@ -407,13 +465,14 @@ class EmulatorApp:
             call = validate_rpc_envelope(payload)
         except BodyError as err:
             ident = payload.get("id") if isinstance(payload, dict) else None
-            if not (ident is None or isinstance(ident, str | int | float)) \
-                    or isinstance(ident, bool):
-                ident = None
+            if not _echoable_id(ident):
+                ident = None  # e.g. 1e400 (read as infinity): not a JSON number to echo
             await self._rpc_error(ex, ident, -32600, f"invalid request: {err}")
             return
         ex.what = call.method
         quiet = call.notification
+        if await self._injected(scope, ex):
+            return
         if call.method not in self._rpc_methods:
             await self._rpc_error(ex, call.id, -32601, "method not found", quiet)
             return
@@ -459,6 +518,8 @@ class EmulatorApp:
 
     async def _size(self, scope, ex: Exchange, body: bytes, now: float, h2_sni: bool) -> None:
         ex.what = SIZE_METHOD
+        if await self._injected(scope, ex):
+            return
         try:
             req = validate_sizing_body(parse_json(body))
         except BodyError as err:
@@ -483,103 +544,6 @@ class EmulatorApp:
             return
         await self._serve(ex, d, now, SIZE_METHOD)
         await ex.reply(200, {"items": req.items, "gas_used": int(sum(gas)), "cu": actual})
-
-    # -- developer endpoints --------------------------------------------------------
-
-    async def _stalled(self) -> bool:
-        """Hold a request while a ``stall`` fault lasts; whether it was held."""
-        held = False
-        while (left := self.stall_until - time.monotonic()) > 0:
-            held = True
-            await asyncio.sleep(min(left, 0.5))
-        return held
-
-    def window(self) -> dict:
-        """The account's CU window and daily allowance now (``GET /admin/window``)."""
-        adm, now = self.admission, self.clock.now()
-        lim = adm.limiter
-        stats = lim.window_stats()
-        current = None
-        if stats.start_s and stats.start_s[-1] <= now < stats.start_s[-1] + lim.window_s:
-            start = stats.start_s[-1]
-            current = {"start_s": start, "end_s": start + lim.window_s,
-                       "reserved_cu": round(stats.reserved_cu[-1], 6),
-                       "settled_cu": round(stats.settled_cu[-1], 6),
-                       "admitted": stats.admitted[-1], "throttled": stats.throttled[-1]}
-        day = max(lim.daily_used, default=None)
-        return {"now_s": now, "tier": adm.tier.name, "budget_cu": lim.budget_cu,
-                "available_cu": round(lim.available(now), 6), "window": current,
-                "daily": {"allowance_cu": lim.daily_allowance_cu,
-                          "used_cu": round(lim.daily_used[day], 6) if day is not None else 0.0},
-                "connections": {"account_active": adm.connections.active,
-                                "tcp_open": len(self.registry) if self.registry else None},
-                "websockets": {"live": adm.slots.live, "stale": adm.slots.stale(now)},
-                "lateness": self.late.as_dict(),
-                "arrival_lateness": self.arrival_late.as_dict(),
-                "stalled_for_s": round(max(0.0, self.stall_until - time.monotonic()), 3)}
-
-    def reset(self) -> dict:
-        """Forget the account's windows, daily ledger, connections and websocket slots
-        (``POST /admin/reset``): open websockets are closed (1012), open connections are
-        asked the limits again at their next request."""
-        closed = 0
-        for socks in self.sockets.values():
-            for sock in list(socks):
-                sock.closed_by_server = True
-                sock.offer({"type": "websocket.close", "code": 1012, "reason": "reset"})
-                closed += 1
-            socks.clear()
-        self.admission = Admission.for_scenario(self.loaded, self.admission.tier)
-        if self.registry is not None:
-            for info in self.registry.all():
-                info.admitted, info.account = None, None
-        self.late = Lateness(self.clock.time_scale, self.late.warn)
-        self.arrival_late = Lateness(self.clock.time_scale, self.arrival_late.warn, "arrival")
-        return {"reset": True, "websockets_closed": closed, "now_s": self.clock.now()}
-
-    def drop_websockets(self) -> int:
-        """Drop every websocket's TCP connection without a close frame (a fault)."""
-        dropped = 0
-        for socks in self.sockets.values():
-            for sock in list(socks):
-                if sock.conn is not None:
-                    sock.conn.abort()
-                    dropped += 1
-        return dropped
-
-    async def _admin(self, scope, receive, ex: Exchange, path: str, method: str) -> None:
-        ex.what = path
-        if path == "/admin/window" and method == "GET":
-            await ex.reply(200, self.window())
-            return
-        if path == "/admin/reset" and method == "POST":
-            await ex.reply(200, self.reset())
-            return
-        if path != "/admin/faults" or method != "POST":
-            await ex.reply(404, {"error": {"code": "404", "message": "admin endpoints: GET "
-                           "/admin/window, POST /admin/reset, POST /admin/faults"}})
-            return
-        body = await self._body(scope, receive, ex)
-        if body is None:
-            return
-        try:
-            spec = json.loads(body or b"{}")
-            if not isinstance(spec, dict) or set(spec) - {"drop_websockets", "stall_s"}:
-                raise ValueError("expected an object with drop_websockets and/or stall_s")
-            drop = spec.get("drop_websockets", False)
-            stall = spec.get("stall_s", 0)
-            if not isinstance(drop, bool):
-                raise ValueError("drop_websockets: expected true or false")
-            if isinstance(stall, bool) or not isinstance(stall, int | float) \
-                    or not 0 <= stall <= 3600:
-                raise ValueError("stall_s: expected a number of seconds in [0, 3600]")
-        except ValueError as err:
-            await ex.reply(400, {"error": {"code": "400", "message": str(err)}})
-            return
-        dropped = self.drop_websockets() if drop else 0
-        if stall:
-            self.stall_until = max(self.stall_until, time.monotonic() + float(stall))
-        await ex.reply(200, {"websockets_dropped": dropped, "stall_s": stall})
 
     def _connection_closed(self, info: ConnectionInfo) -> None:
         # Only a connection the current account admitted holds one of its slots.
@@ -614,10 +578,30 @@ class EmulatorApp:
         conn = self._conn(scope)
         ex = Exchange(scope, send)
         ex.now = now = self._arrival(conn, stalled)
-        name = self._stream_of(self._api_of(scope, conn), scope["path"])
+        ex.api = self._api_of(scope, conn)
+        name = self._stream_of(ex.api, scope["path"])
         ex.what = name or "-"
         adm = self.admission
-        if not self._key_ok(scope):  # the key first, as on HTTP
+        key_ok = self._key_ok(scope)
+        if key_ok and conn is not None and self.registry is not None:
+            self.registry.mark_keyed(conn)
+        rule = self._rule(scope, ex) if key_ok and name is not None else None
+        if rule is not None:
+            ex.fault = rule.id
+        if rule is not None and (rule.drop or rule.status is not None):
+            if rule.delay_s:
+                await asyncio.sleep(rule.delay_s)
+            if rule.drop:
+                ex.disconnected = True
+                if conn is not None:
+                    conn.abort()
+            else:
+                ex.status, ex.outcome = rule.status, "fault"
+                await self._deny(send, rule.status, "fault", float(rule.retry_after_s)
+                                 if rule.retry_after_s is not None else math.nan, now)
+            self._record(ex, conn)
+            return
+        if not key_ok:  # the key first, as on HTTP
             d = Decision(AUTH_401)
         elif name is None:
             d = None
@@ -627,15 +611,19 @@ class EmulatorApp:
                    adm.connect_cu if d is not None and d.outcome == OK else 0.0)
         if d is None or d.outcome != OK:
             ex.status = 404 if d is None else HTTP_STATUS[d.outcome]
-            self.log.write(ex, conn.sni if conn is not None else None)
+            self._record(ex, conn)
             if d is None:
                 await self._deny(send, 404, "404", math.nan, now)
             else:
                 await self._deny(send, ex.status, d.name, d.retry_after_s, now)
             return
         ex.status = 101
-        self.log.write(ex, conn.sni if conn is not None else None)
+        self._record(ex, conn)
+        if rule is not None and rule.delay_s:
+            await asyncio.sleep(rule.delay_s)  # a latency rule: a slow handshake
         sock = _Socket(name, send, conn, adm)
+        if self.registry is not None:
+            self.registry.request_started(conn)
         loop = asyncio.get_running_loop()
         writer = None
         stopping = loop.create_task(self.stopping.wait())
@@ -663,6 +651,8 @@ class EmulatorApp:
                     await asyncio.wait_for(writer, 1.0)
                 break
         finally:
+            if self.registry is not None:
+                self.registry.request_ended(conn)
             stopping.cancel()
             self.sockets[name].pop(sock, None)
             if writer is not None and not sock.closed_by_server:
@@ -695,6 +685,16 @@ class EmulatorApp:
                 {"error": "cu exhausted", "t_s": round(t, 6)})})
             sock.offer({"type": "websocket.close", "code": WS_EXHAUSTED_CODE,
                         "reason": "cu exhausted"})
+
+
+def _echoable_id(ident) -> bool:
+    """Whether a request's ``id`` can be echoed as valid JSON (JSON-RPC 2.0: a string, a
+    number or null; a float must be finite)."""
+    if ident is None or isinstance(ident, str):
+        return True
+    if isinstance(ident, bool):
+        return False
+    return isinstance(ident, int) or (isinstance(ident, float) and math.isfinite(ident))
 
 
 async def _quiet(coro) -> None:

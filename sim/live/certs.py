@@ -5,10 +5,14 @@ The server certificate names every hostname the emulator serves, each in full:
 each of the scenario's regions (``rpc.eu-west.localhost``: a wildcard ``*.localhost``
 would cover one label only, RFC 6125 6.4.3), ``localhost`` and the loopback addresses.
 
-The CA (``ca.pem``, its key ``ca.key``) is made once per folder and reused on every
-start with the same ``--cert-dir``, so a client -- or the system's trust store -- needs
-to trust it once; the server certificate is reused too while it names the same
-hostnames (and is reissued by the same CA when the scenario's regions change).
+The CA (``ca.pem``) is made once per folder and reused on every start with the same
+``--cert-dir`` while it is sound (:mod:`.ca`: name-constrained to ``localhost`` and
+loopback, a year's validity, its private key kept in the user's configuration folder,
+never beside the certificates), so a client -- or the system's trust store -- needs to
+trust it once a year; the server certificate is reused too while it names the same
+hostnames and is not about to expire (and is reissued by the same CA when the
+scenario's regions change). A CA made by an earlier capsim (no name constraints, valid
+until 3000, its key ``ca.key`` beside it) is replaced, and its key removed.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 
 from ..core.atomic import AtomicFile
 from ..core.errors import CapsimError
+from . import ca as ca_mod
 
 HOSTNAMES = {"search": "search.localhost", "rpc": "rpc.localhost",
              "streams": "streams.localhost"}
@@ -50,16 +55,17 @@ def hostnames(regions: Iterable[str] = ()) -> list[str]:
 @dataclass(frozen=True)
 class Certificate:
     """Paths of the PEM files: the CA to trust, the server's chain and key; ``reused``
-    says whether the CA was already in the folder."""
+    says whether the CA was already in the folder; ``notes``, what changed there that
+    the user should know (a CA replaced, a key moved out)."""
 
     ca_path: Path
     cert_path: Path
     key_path: Path
     reused: bool = False
+    notes: tuple[str, ...] = ()
 
 
-
-def _names_of(pem: bytes) -> tuple[set[str], dt.datetime] | None:
+def _names_of(pem: bytes) -> tuple[set[str], dt.datetime, object] | None:
     from cryptography import x509
 
     try:
@@ -69,20 +75,38 @@ def _names_of(pem: bytes) -> tuple[set[str], dt.datetime] | None:
         return None
     names = {str(n) for n in san.get_values_for_type(x509.DNSName)}
     names |= {str(a) for a in san.get_values_for_type(x509.IPAddress)}
-    return names, cert.not_valid_after_utc
+    return names, cert.not_valid_after_utc, cert
 
 
-def _write(path: Path, data: bytes, private: bool = False) -> None:
-    with AtomicFile(path, "--cert-dir", mode=0o600 if private else None) as f:
+def _write(path: Path, data: bytes, private: bool = False, option: str = "--cert-dir") -> None:
+    with AtomicFile(path, option, mode=0o600 if private else None) as f:
         f.write_bytes(data)
         f.commit()
 
 
+def _signed_by(cert, ca) -> bool:
+    try:
+        cert.verify_directly_issued_by(ca)
+    except Exception:  # noqa: BLE001 - a bad signature, another key type: not ours
+        return False
+    return True
+
+
+def _store_key(authority) -> None:
+    store = ca_mod.key_store()
+    try:
+        store.mkdir(parents=True, exist_ok=True, mode=0o700)
+        store.chmod(0o700)
+    except OSError as err:
+        raise CapsimError(f"cannot create the CA key folder: {err.strerror}",
+                          file=str(store)) from None
+    _write(ca_mod.key_path(authority.cert), authority.key_pem(), private=True, option=None)
+
+
 def make_certificate(folder: str | Path, names: Iterable[str] | None = None) -> Certificate:
     """The CA and server certificate under ``folder`` (created if needed), for ``names``
-    (default: :func:`hostnames` without regions); reuses what the folder holds."""
-    import trustme
-
+    (default: :func:`hostnames` without regions); reuses what the folder holds while it
+    is sound (:mod:`.ca`), else makes a new CA and says why in ``notes``."""
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -91,29 +115,43 @@ def make_certificate(folder: str | Path, names: Iterable[str] | None = None) -> 
                           file=str(folder), field="--cert-dir") from None
     wanted = [*(names if names is not None else hostnames()), *_ADDRESSES]
     paths = Certificate(folder / "ca.pem", folder / "server.pem", folder / "server.key")
-    ca_key = folder / "ca.key"
-    reused = paths.ca_path.exists() and ca_key.exists()
+    beside = folder / "ca.key"  # where capsim kept the CA key before: never again
+    notes: list[str] = []
     try:
-        if reused:
+        authority, why = None, None
+        if paths.ca_path.exists():
             try:
-                ca = trustme.CA.from_pem(paths.ca_path.read_bytes(), ca_key.read_bytes())
+                authority = ca_mod.load_authority(paths.ca_path.read_bytes())
             except ValueError:
-                raise CapsimError("expected the PEM CA certificate and key `capsim serve` "
-                                  "wrote (remove ca.pem and ca.key to make a new CA)",
+                raise CapsimError("expected the PEM CA certificate `capsim serve` wrote "
+                                  "(remove ca.pem to make a new CA)",
                                   file=str(paths.ca_path), field="--cert-dir") from None
-        else:
-            ca = trustme.CA(organization_name="capsim emulator")
-            _write(ca_key, ca.private_key_pem.bytes(), private=True)
-            _write(paths.ca_path, ca.cert_pem.bytes())
-        if reused and paths.cert_path.exists() and paths.key_path.exists():
-            have = _names_of(paths.cert_path.read_bytes())
-            soon = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
-            if have is not None and have[0] == set(wanted) and have[1] > soon:
-                return Certificate(paths.ca_path, paths.cert_path, paths.key_path, True)
-        server = ca.issue_cert(*wanted)
-        _write(paths.key_path, server.private_key_pem.bytes(), private=True)
-        _write(paths.cert_path, b"".join(blob.bytes() for blob in server.cert_chain_pems))
+            why = ca_mod.is_sound(authority.cert)
+        have = _names_of(paths.cert_path.read_bytes()) \
+            if paths.cert_path.exists() and paths.key_path.exists() else None
+        soon = dt.datetime.now(dt.UTC) + dt.timedelta(days=ca_mod.RENEW_DAYS)
+        leaf_ok = (authority is not None and have is not None and have[0] == set(wanted)
+                   and have[1] > soon and _signed_by(have[2], authority.cert))
+        if authority is not None and why is None and authority.key is None and not leaf_ok:
+            why = f"its private key is not in {ca_mod.key_store()}"
+        reused = authority is not None and why is None
+        if not reused:
+            authority = ca_mod.new_authority()
+            _store_key(authority)
+            _write(paths.ca_path, authority.cert_pem())
+            if why is not None:
+                notes.append(f"replaced the CA in {folder} ({why}): trust the new "
+                             f"ca.pem, and remove the old CA from any trust store it is in")
+            leaf_ok = False
+        if beside.exists():
+            beside.unlink()
+            notes.append(f"removed ca.key from {folder}: the CA's private key is kept in "
+                         f"{ca_mod.key_store()} now, not beside the certificates")
+        if not leaf_ok:
+            chain, key = ca_mod.issue(authority, wanted)
+            _write(paths.key_path, key, private=True)
+            _write(paths.cert_path, chain)
     except OSError as err:
         raise CapsimError(f"cannot write the certificates: {err.strerror}",
                           file=str(folder), field="--cert-dir") from None
-    return Certificate(paths.ca_path, paths.cert_path, paths.key_path, reused)
+    return Certificate(paths.ca_path, paths.cert_path, paths.key_path, reused, tuple(notes))

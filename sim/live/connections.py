@@ -55,9 +55,12 @@ from hypercorn.asyncio.task_group import TaskGroup
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
+from hypercorn.protocol.events import Body, Data, EndBody, EndData
 from hypercorn.protocol.h2 import H2Protocol
 from hypercorn.typing import ConnectionState
 from hypercorn.utils import parse_socket_addr
+
+from . import guard
 
 _SNI_ATTR = "capsim_sni"
 
@@ -71,6 +74,35 @@ reset (``NO_ERROR``), so that a client which sends its whole body before reading
 reply still gets it, and one sending more is stopped."""
 
 _MAX_STREAMS = h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS
+
+
+FLOW_STALL_S = 30.0
+"""A reply whose body the client grants no HTTP/2 flow-control window for this many wall
+seconds is given up (``RST_STREAM CANCEL``)."""
+
+RESET_BURST = 100
+RESET_PER_S = 10.0
+"""Streams a client may cancel while in the server, or open beyond the 32 allowed
+(refused), on one connection: a burst of :data:`RESET_BURST`, then :data:`RESET_PER_S`
+a second (HTTP/2 rapid reset, CVE-2023-44487); beyond, ``GOAWAY ENHANCE_YOUR_CALM``."""
+
+
+class AbuseBudget:
+    """A token bucket of :data:`RESET_BURST` tokens refilled at :data:`RESET_PER_S`."""
+
+    def __init__(self) -> None:
+        self.tokens = float(RESET_BURST)
+        self.at: float | None = None
+
+    def spend(self, now: float) -> bool:
+        """Take a token; False when there is none."""
+        if self.at is not None:
+            self.tokens = min(float(RESET_BURST), self.tokens + (now - self.at) * RESET_PER_S)
+        self.at = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 def record_sni(ssl_object, server_name: str | None, _context) -> None:
@@ -99,6 +131,12 @@ class ConnectionInfo:
     ended: bool = False
     read_unix: float = 0.0
     """Wall time the server last read bytes from the connection (0: none yet)."""
+    keyed: bool = False
+    """Whether a request on it presented a valid key (see :mod:`.guard`)."""
+    in_flight: int = 0
+    """Requests (and websockets) of this connection in the application now."""
+    active_unix: float = 0.0
+    """Wall time a request of it last entered or left the application (0: none yet)."""
     close: Callable[[], None] = field(default=lambda: None, repr=False)
     abort: Callable[[], None] = field(default=lambda: None, repr=False)
 
@@ -111,10 +149,33 @@ class ConnectionRegistry:
         self.on_closed = on_closed
         self.opened = 0
         self.closed = 0
+        self.unkeyed = 0
+        """Open connections that have not presented a valid key (:mod:`.guard`)."""
+        self.dropped_idle = 0
+        self.dropped_over_cap = 0
 
     def add(self, info: ConnectionInfo) -> None:
         self._by_peer[info.peer] = info
         self.opened += 1
+        if not info.keyed:
+            self.unkeyed += 1
+
+    def mark_keyed(self, info: ConnectionInfo) -> None:
+        """``info`` carried a request with a valid key: it is no longer capped."""
+        if not info.keyed:
+            info.keyed = True
+            if not info.ended:
+                self.unkeyed -= 1
+
+    def request_started(self, info: ConnectionInfo | None) -> None:
+        if info is not None:
+            info.in_flight += 1
+            info.active_unix = time.time()
+
+    def request_ended(self, info: ConnectionInfo | None) -> None:
+        if info is not None:
+            info.in_flight -= 1
+            info.active_unix = time.time()
 
     def get(self, peer) -> ConnectionInfo | None:
         """The connection an ASGI scope's ``client`` belongs to."""
@@ -127,6 +188,8 @@ class ConnectionRegistry:
             return
         info.ended = True
         self.closed += 1
+        if not info.keyed:
+            self.unkeyed -= 1
         if self._by_peer.get(info.peer) is info:
             del self._by_peer[info.peer]
         if self.on_closed is not None:
@@ -155,12 +218,20 @@ class CapsimH2Connection(h2.connection.H2Connection):
     then reset and none of its events reach hypercorn."""
 
     refused_streams = 0
+    running: set[int] = frozenset()  # the protocol's: streams whose application runs
+
+    def busy_streams(self) -> int:
+        """Streams open, plus streams the client reset whose request is still in the
+        application (in its service time): both hold the server's work."""
+        ghosts = sum(1 for sid in self.running
+                     if sid not in self.streams or self.streams[sid].closed)
+        return self.open_inbound_streams + ghosts
 
     def _receive_headers_frame(self, frame):
         if frame.stream_id in self.streams:
             return super()._receive_headers_frame(frame)
         limit = self.local_settings.max_concurrent_streams
-        if self.open_inbound_streams < limit:
+        if self.busy_streams() < limit:
             return super()._receive_headers_frame(frame)
         current = self.local_settings._settings[_MAX_STREAMS]
         saved = current[0]
@@ -183,8 +254,14 @@ class CapsimH2Protocol(H2Protocol):
         conn = CapsimH2Connection(config=old.config)
         conn.DEFAULT_MAX_INBOUND_FRAME_SIZE = old.DEFAULT_MAX_INBOUND_FRAME_SIZE
         conn.local_settings = old.local_settings
+        conn.running = self.running = set()
+        # The task group tells when a stream's application returns (a stream the client
+        # reset is gone from h2 and from hypercorn long before).
+        self.task_group.on_app_done = self.running.discard
         self.connection = conn
         self._discarded: dict[int, int] = {}
+        self.flow_stalled = 0
+        self._abuse = AbuseBudget()
 
     async def handle(self, event) -> None:
         await super().handle(event)
@@ -193,12 +270,60 @@ class CapsimH2Protocol(H2Protocol):
             for buffer in list(self.stream_buffers.values()):
                 await buffer.close()
 
+    async def _create_stream(self, request) -> None:
+        self.running.add(request.stream_id)
+        await super()._create_stream(request)
+
+    async def stream_send(self, event) -> None:
+        if not isinstance(event, Body | Data | EndBody | EndData):
+            await super().stream_send(event)
+            return
+        try:
+            async with asyncio.timeout(FLOW_STALL_S):
+                await super().stream_send(event)
+        except TimeoutError:
+            # The client granted no flow-control window for FLOW_STALL_S: give up on
+            # this reply (RST_STREAM CANCEL) rather than hold it for ever.
+            await self._give_up(event.stream_id)
+
+    async def _give_up(self, sid: int) -> None:
+        self.flow_stalled += 1
+        with contextlib.suppress(h2.exceptions.ProtocolError, KeyError):
+            self.connection.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+        buffer = self.stream_buffers.pop(sid, None)
+        if buffer is not None:
+            await buffer.close()
+            with contextlib.suppress(Exception):
+                self.priority.remove_stream(sid)
+        await self._flush()
+
+    async def _abused(self, what: str) -> bool:
+        """Count a reset or refused stream; past the budget, GOAWAY ENHANCE_YOUR_CALM and
+        close the connection (True)."""
+        if self._abuse.spend(time.monotonic()):
+            return False
+        with contextlib.suppress(h2.exceptions.ProtocolError):
+            self.connection.close_connection(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM,
+                                             additional_data=what.encode())
+        await self._flush()
+        await self.handle(Closed())  # its streams, and the send task, end here
+        await self.send(Closed())
+        return True
+
     async def _handle_events(self, events) -> None:
         # One event at a time, each looked at when its turn comes: a stream opened by an
         # earlier event of the same batch must exist when its body arrives, and one may
         # have been answered (and removed) meanwhile -- its application need not read
         # the body before it answers 401 or 413.
+        refused = self.connection.refused_streams
         for event in events:
+            if self.closed:
+                return
+            # A client cancelling a request it sent (its service goes on, billed, and
+            # holds one of the connection's streams until it ends) spends the budget.
+            if isinstance(event, h2.events.StreamReset) and event.remote_reset \
+                    and event.stream_id in self.running and await self._abused("reset"):
+                return
             if (isinstance(event, h2.events.DataReceived | h2.events.StreamEnded)
                     and event.stream_id not in self.streams):
                 # Body of a stream already answered: discard it, but give the
@@ -210,6 +335,9 @@ class CapsimH2Protocol(H2Protocol):
                 await self._flush()
                 continue
             await super()._handle_events([event])
+        for _ in range(self.connection.refused_streams - refused):
+            if await self._abused("streams refused"):
+                return
 
     def _discard(self, event) -> None:
         sid = event.stream_id
@@ -248,10 +376,17 @@ class _Inbox:
     def __init__(self, size: int) -> None:
         self.queue: asyncio.Queue = asyncio.Queue(size)
         self.closed = False
+        self.disconnected = False
+        """The client is gone (or cancelled the stream): see :func:`client_gone`."""
 
     async def put(self, message) -> None:
+        if message.get("type") in ("http.disconnect", "websocket.disconnect"):
+            self.disconnected = True
         if not self.closed:
             await self.queue.put(message)
+
+    async def get(self):
+        return await self.queue.get()
 
     def close(self) -> None:
         self.closed = True
@@ -259,20 +394,33 @@ class _Inbox:
             self.queue.get_nowait()
 
 
-async def _handle(app, config, scope, inbox: _Inbox, send, sync_spawn, call_soon) -> None:
+async def _handle(app, config, scope, inbox: _Inbox, send, sync_spawn, call_soon,
+                  done: Callable[[], None] | None = None) -> None:
     try:
-        await app(scope, inbox.queue.get, send, sync_spawn, call_soon)
+        await app(scope, inbox.get, send, sync_spawn, call_soon)
     except asyncio.CancelledError:
         raise
     except Exception:
         await config.log.exception("Error in ASGI Framework")
     finally:
         inbox.close()
+        if done is not None:
+            done()
         await send(None)
 
 
+def client_gone(receive) -> bool:
+    """Whether the client of a request whose ``receive`` this is has cancelled it (an
+    HTTP/2 ``RST_STREAM``) or gone away -- without taking a message from the queue."""
+    inbox = getattr(receive, "__self__", None)
+    return isinstance(inbox, _Inbox) and inbox.disconnected
+
+
 class CapsimTaskGroup(TaskGroup):
-    """hypercorn's task group whose application inboxes are :class:`_Inbox`."""
+    """hypercorn's task group whose application inboxes are :class:`_Inbox`; it calls
+    ``on_app_done(stream_id)`` when an HTTP/2 stream's application returns."""
+
+    on_app_done: Callable[[int], None] | None = None
 
     async def spawn_app(self, app, config, scope, send):
         inbox = _Inbox(config.max_app_queue_size)
@@ -280,8 +428,11 @@ class CapsimTaskGroup(TaskGroup):
         def _call_soon(func: Callable, *args: Any) -> Any:
             return asyncio.run_coroutine_threadsafe(func(*args), self._loop).result()
 
+        sid = getattr(getattr(send, "__self__", None), "stream_id", None)
+        done = partial(self.on_app_done, sid) \
+            if self.on_app_done is not None and sid is not None else None
         self.spawn(_handle, app, config, scope, inbox, send,
-                   partial(self._loop.run_in_executor, None), _call_soon)
+                   partial(self._loop.run_in_executor, None), _call_soon, done)
         return inbox.put
 
 
@@ -314,6 +465,17 @@ class TrackedTCPServer(TCPServer):
             abort=self._abort)
         self._info = info
         self.registry.add(info)
+        if guard.over_cap(self.registry):
+            # Too many connections that belong to no account: drop the oldest idle one
+            # (a client with a key still gets in during a key-less flood), else this one.
+            victim = guard.oldest_idle_unkeyed(self.registry, info)
+            self.registry.dropped_over_cap += 1
+            if victim is None:
+                self.registry.ended(info)
+                self._abort()
+                return
+            victim.abort()
+            self.registry.ended(victim)
         stopping = False
         try:
             try:
@@ -405,5 +567,5 @@ def tracking_connections(registry: ConnectionRegistry) -> Iterator[None]:
         hypercorn_run.TCPServer = original
 
 
-__all__ = ["ConnectionInfo", "ConnectionRegistry", "record_sni",
+__all__ = ["ConnectionInfo", "ConnectionRegistry", "client_gone", "record_sni",
            "tracking_connections"]

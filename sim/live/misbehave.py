@@ -12,7 +12,11 @@ SNI ``host``:
 * :func:`upload` -- a body streamed as flow control allows, until the server answers;
 * :func:`client_timeout` -- an httpx client whose timeout is shorter than the service time;
 * :func:`keyless` -- connections with a wrong key or none;
-* :func:`http11` -- an HTTP/1.1 client on RPC (421).
+* :func:`http11` -- an HTTP/1.1 client on RPC (421);
+* :func:`rapid_reset` -- requests cancelled (``RST_STREAM``) as soon as sent;
+* :func:`reset_in_service` -- requests cancelled in their service time, then more sent;
+* :func:`no_window` -- a client that grants no flow-control window for replies;
+* :func:`silent` -- a TLS connection that sends nothing, or half a header block.
 
 The raw ones (:class:`RawH2`, the ``h2`` library over a blocking socket) are blocking:
 run them in a thread (``asyncio.to_thread``) from async code. Every loop is bounded.
@@ -29,7 +33,10 @@ from collections.abc import Callable
 
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
+import h2.exceptions
+import h2.settings
 import httpx
 
 STREAMS_PER_CONNECTION = 32
@@ -239,3 +246,132 @@ async def http11(port: int, ca: str, key: str, method: str) -> int:
     async with httpx.AsyncClient(http1=True, http2=False, timeout=5,
                                  verify=context(ca)) as c:
         return (await _post(c, port, key, method)).status_code
+
+
+def rapid_reset(port: int, ca: str, key: str, method: str, *, streams: int = 200,
+                limit_s: float = 20.0) -> dict:
+    """Open ``streams`` streams one after another on one connection, each reset
+    (``RST_STREAM CANCEL``) right after its request is sent (HTTP/2 rapid reset), then
+    read until the server ends the connection or ``limit_s`` passes: counts of
+    ``refused`` streams, ``answered`` ones, and the ``goaway`` error code (or None)."""
+    c = RawH2(port, ca)
+    c.sock.settimeout(0.0)
+    got: list = []
+    try:
+        for i in range(streams):
+            sid = 1 + 2 * i
+            try:
+                c.request(sid, rpc_body(method, sid), key=key, flush=False)
+                c.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+                c.flush()
+            except (h2.exceptions.ProtocolError, OSError):
+                break
+            try:
+                data = c.sock.recv(65536)
+            except (ssl.SSLWantReadError, BlockingIOError):
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            got.extend(c.conn.receive_data(data))
+        c.sock.settimeout(1.0)
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and not any(
+                isinstance(e, h2.events.ConnectionTerminated) for e in got):
+            try:
+                data = c.sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            got.extend(c.conn.receive_data(data))
+    finally:
+        c.close()
+    goaway = next((e.error_code for e in got if isinstance(e, h2.events.ConnectionTerminated)),
+                  None)
+    return {"refused": sum(1 for e in got if isinstance(e, h2.events.StreamReset)
+                           and e.error_code == h2.errors.ErrorCodes.REFUSED_STREAM),
+            "answered": sum(1 for e in got if isinstance(e, h2.events.ResponseReceived)),
+            "goaway": goaway}
+
+
+def no_window(port: int, ca: str, key: str, method: str, *,
+              limit_s: float = 20.0) -> list:
+    """Announce an initial flow-control window of 0, send one request and read (without
+    ever granting window) until its stream ends or is reset: the events."""
+    c = RawH2(port, ca)
+    try:
+        c.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        c.request(1, rpc_body(method), key=key)
+
+        def done(events) -> bool:
+            return any(isinstance(e, h2.events.StreamEnded | h2.events.StreamReset
+                                  | h2.events.ConnectionTerminated) for e in events)
+        return c.events(done, limit_s=limit_s)
+    finally:
+        c.close()
+
+
+def silent(port: int, ca: str, *, alpn: str = "h2", send: bytes = b"",
+           limit_s: float = 20.0) -> bool:
+    """Open a TLS connection, send ``send`` (nothing, or half a request) and wait up to
+    ``limit_s`` for the server to close it: whether it did."""
+    ctx = context(ca)
+    ctx.set_alpn_protocols([alpn])
+    raw = socket.create_connection(("127.0.0.1", port), timeout=limit_s)
+    try:
+        sock = ctx.wrap_socket(raw, server_hostname="rpc.localhost")
+    except (OSError, ssl.SSLError):
+        return True  # closed during the handshake
+    try:
+        if send:
+            sock.sendall(send)
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            try:
+                if not sock.recv(65536):
+                    return True
+            except TimeoutError:
+                return False
+            except (OSError, ssl.SSLError):
+                return True
+        return False
+    finally:
+        sock.close()
+
+
+def reset_in_service(port: int, ca: str, key: str, method: str, *,
+                     first: int = STREAMS_PER_CONNECTION, then: int = 10,
+                     wait_s: float = 0.5, limit_s: float = 10.0) -> dict:
+    """Send ``first`` requests, wait ``wait_s`` (they are in their service time), cancel
+    them all (``RST_STREAM CANCEL``) and send ``then`` more at once; read until each of
+    those has ended or been reset: how many of them were ``refused`` and ``answered``."""
+    c = RawH2(port, ca)
+    try:
+        ids = [1 + 2 * i for i in range(first)]
+        for sid in ids:
+            c.request(sid, rpc_body(method, sid), key=key, flush=False)
+        c.flush()
+        time.sleep(wait_s)
+        for sid in ids:
+            c.conn.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+        more = [1 + 2 * (first + i) for i in range(then)]
+        for sid in more:
+            c.request(sid, rpc_body(method, sid), key=key, flush=False)
+        c.flush()
+
+        def done(events) -> bool:
+            ended = {e.stream_id for e in events if e.__class__ in (
+                h2.events.StreamEnded, h2.events.StreamReset) and e.stream_id in more}
+            return len(ended) == len(more)
+        got = c.events(done, limit_s=limit_s)
+    finally:
+        c.close()
+    return {"refused": sum(1 for e in got if isinstance(e, h2.events.StreamReset)
+                           and e.stream_id in more
+                           and e.error_code == h2.errors.ErrorCodes.REFUSED_STREAM),
+            "answered": sum(1 for e in got if isinstance(e, h2.events.ResponseReceived)
+                            and e.stream_id in more)}

@@ -22,7 +22,7 @@ from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..policy.admission import Admission
-from . import garbage
+from . import garbage, guard
 from .access import AccessLog
 from .app import EmulatorApp
 from .certs import Certificate, hostnames, make_certificate, region_label
@@ -46,6 +46,10 @@ class ServeOptions:
     allow_remote: bool = False
     access_log: str | None = None
     """``None``/``"off"``: no access log; ``"-"``: standard error; else a file."""
+    access_log_format: str = "text"
+    """``text`` or ``jsonl`` (what ``capsim trace import`` reads)."""
+    admin_token: str | None = None
+    """The ``X-Admin-Token`` ``/admin/*`` needs (``None``: loopback clients only)."""
     warn: Callable[[str], None] | None = None
     """Where warnings go (default: ``announce``)."""
     freeze_startup: bool = True
@@ -71,6 +75,7 @@ def _config(cert: Certificate):
     config.keep_alive_timeout = 3600.0  # idle connections are the client's to close
     config.keep_alive_max_requests = 2**62  # no GOAWAY after N requests: not the spec's
     config.graceful_timeout = 1.0
+    config.ssl_handshake_timeout = guard.HANDSHAKE_TIMEOUT_S
     config.accesslog = None
     config.errorlog = "-"
     config.loglevel = "WARNING"
@@ -119,7 +124,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     names = hostnames(regions)
     skipped = [r for r in regions if region_label(r) is None]
     cert = make_certificate(cert_dir, names)
-    log = AccessLog.open(options.access_log)
+    log = AccessLog.open(options.access_log, options.access_log_format)
     log.hosts = frozenset(names)  # written as sent; any other Host label as a pseudonym
     try:
         sock = bind(options)
@@ -130,12 +135,14 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     clock = ServiceClock.starting_now(options.time_scale)
     registry = ConnectionRegistry()
     app = EmulatorApp(loaded, Admission.for_scenario(loaded, tier), clock, registry, log)
+    app.admin_token = options.admin_token or None
+    log.t0_unix = clock.t0_unix
     warn = options.warn or announce
 
     def warn_aside(line: str) -> None:
         # Never on the event loop: a pipe nobody reads (stderr) would stop the server.
         threading.Thread(target=warn, args=(line,), daemon=True).start()
-    app.late.warn = app.arrival_late.warn = warn_aside
+    app.late.warn = app.arrival_late.warn = app.warn = warn_aside
     config = _config(cert)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -154,6 +161,11 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     announce("the CA was kept from an earlier start" if cert.reused else
              "a new CA: trust it once (docs/how-to/use-the-emulator.md); "
              "--cert-dir keeps it for later starts")
+    for note in cert.notes:
+        announce(note)
+    announce("admin endpoints (/admin/*): " + (
+        "X-Admin-Token required (CAPSIM_ADMIN_TOKEN)" if app.admin_token
+        else "loopback clients only (set CAPSIM_ADMIN_TOKEN to allow others with a token)"))
     if ready is not None:
         ready(app)
 
@@ -165,6 +177,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     if options.freeze_startup:
         garbage.freeze_startup()
     collector = loop.create_task(garbage.collect_closed(lambda: registry.closed, stop))
+    sweeper = loop.create_task(guard.sweep(registry, stop))
     try:
         with tracking_connections(registry):
             await worker_serve(wrap_app(app, config.wsgi_max_body_size, "asgi"), config,
@@ -172,6 +185,7 @@ async def _serve(loaded, tier, options, announce, stop, ready, cert_dir) -> None
     finally:
         watcher.cancel()
         collector.cancel()
+        sweeper.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)

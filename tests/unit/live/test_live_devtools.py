@@ -75,7 +75,13 @@ def test_the_ca_is_kept_across_starts_and_names_every_region_hostname(tmp_path):
     again = make_certificate(folder, hostnames(["default", "eu-west"]))
     assert again.reused and again.ca_path.read_bytes() == ca
     assert again.cert_path.read_bytes() == leaf  # same names: the same certificate
-    assert (folder / "ca.key").stat().st_mode & 0o077 == 0
+    assert not (folder / "ca.key").exists()  # the CA's key is not beside the certificates
+    from cryptography import x509
+
+    from sim.live.ca import key_path
+    stored = key_path(x509.load_pem_x509_certificate(ca))
+    assert stored.stat().st_mode & 0o077 == 0 and stored.parent.stat().st_mode & 0o077 == 0
+    assert (folder / "server.key").stat().st_mode & 0o077 == 0
     for name in ("rpc.localhost", "search.eu-west.localhost", "streams.eu-west.localhost"):
         assert _handshake_names(str(first.ca_path), folder, name), name
     assert not _handshake_names(str(first.ca_path), folder, "rpc.us-east.localhost")
@@ -329,3 +335,45 @@ def test_reset_with_requests_in_service_settles_them_in_the_old_account(tmp_path
             assert w["window"] is None or w["window"]["settled_cu"] == 0
     with running_server(tmp_path, "", "All 3 APIs") as server:
         asyncio.run(go(server))
+
+
+def test_the_ca_is_name_constrained_short_lived_and_replaces_an_unsound_one(tmp_path):
+    """RFC 5280 4.2.1.10: a CA constrained to ``localhost`` and loopback cannot vouch for
+    another name -- a certificate it signs for ``bank.example`` fails verification in
+    Python's (OpenSSL's) client; a year of validity; a CA of the old kind (no
+    constraints, valid until 3000, its key beside it) is replaced and its key removed."""
+    import datetime as dt
+
+    import trustme
+    from cryptography import x509
+
+    from sim.live import ca as ca_mod
+
+    folder = tmp_path / "certs"
+    made = make_certificate(folder)
+    authority = ca_mod.load_authority(made.ca_path.read_bytes())
+    assert authority.key is not None
+    cert = authority.cert
+    constraints = cert.extensions.get_extension_for_class(x509.NameConstraints)
+    assert constraints.critical
+    span = cert.not_valid_after_utc - cert.not_valid_before_utc
+    assert span <= dt.timedelta(days=366)
+    # A leaf for another name, signed with the CA's own key, is refused by a client.
+    chain, key = ca_mod.issue(authority, ["bank.example", "rpc.localhost"])
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "server.pem").write_bytes(chain)
+    (evil / "server.key").write_bytes(key)
+    assert not _handshake_names(str(made.ca_path), evil, "bank.example")
+    assert not _handshake_names(str(made.ca_path), evil, "rpc.localhost")  # one bad name taints it
+    # The old layout: trustme's CA (no constraints, until 3000) with ca.key beside it.
+    old = tmp_path / "old"
+    old.mkdir()
+    legacy = trustme.CA()
+    (old / "ca.pem").write_bytes(legacy.cert_pem.bytes())
+    (old / "ca.key").write_bytes(legacy.private_key_pem.bytes())
+    renewed = make_certificate(old)
+    assert not renewed.reused and not (old / "ca.key").exists()
+    assert any("no name constraints" in n for n in renewed.notes)
+    assert renewed.ca_path.read_bytes() != legacy.cert_pem.bytes()
+    assert _handshake_names(str(renewed.ca_path), old, "rpc.localhost")
