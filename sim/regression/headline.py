@@ -4,10 +4,11 @@
         unchanged: RPC, $49/month
     +$40/month: recommended tier RPC → Streams + RPC; +6.3 % CU per day (allowance lasts …)
 
-The CU figures are the recommended tier's (the run's, else the baseline's, else the first
-tier both sides have): demand is the same on every tier, only throttling makes the tiers
-differ. A change of tier leads, with its price difference, because it is what the bill
-shows first.
+The CU figures are those of the tier the baseline recommends (the one the team is on:
+its allowance running short is what moves the recommendation), else the run's
+recommended tier, else the first tier both sides have; demand is the same on every
+tier, only throttling makes the tiers differ. A change of tier leads, with its price
+difference, because it is what the bill shows first.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _usd(value: float) -> str:
 
 def _tiers(base: Baseline, now: Baseline) -> tuple[TierFigures, TierFigures] | None:
     """The tier whose CU the headline quotes, on both sides."""
-    names = [now.recommended.tier, base.recommended.tier, *(t.tier for t in base.tiers)]
+    names = [base.recommended.tier, now.recommended.tier, *(t.tier for t in base.tiers)]
     for name in names:
         if name is not None and base.tier(name) is not None and now.tier(name) is not None:
             return base.tier(name), now.tier(name)
