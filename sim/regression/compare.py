@@ -112,7 +112,7 @@ def fmt(value: float | None, metric: Metric | None = None) -> str:
 
 def _fmt_figure(fig: Figure | None, metric: Metric) -> str:
     if fig is None:
-        return "(no tier)"
+        return "(not recorded)"
     text = fmt(fig.mean, metric)
     if fig.mean is not None and fig.half_width and metric.name != "meets_slo":
         text += f" ± {_fmt_half(fig.half_width, metric)}"

@@ -193,19 +193,21 @@ jobs:
 def trace_paths(scenario_files: Sequence[str], folder: str) -> list[str]:
     """The traces the scenarios replay that lie outside ``folder`` (inside it they are
     watched already), as repository-relative paths."""
+    import os
     from pathlib import Path
 
     from ..api import load_scenario
     from ..workload.replay_source import trace_path
 
     out = []
-    root = Path.cwd().resolve()
+    root = Path.cwd().absolute()
     for file in scenario_files:
         loaded = load_scenario(file)
         for index, src in enumerate(loaded.scenario.sources):
             if src.trace is None:
                 continue
-            path = trace_path(src, index, loaded.path).resolve()
+            # As the repository spells it: a linked folder is watched by its own name.
+            path = Path(os.path.normpath(root / trace_path(src, index, loaded.path)))
             try:
                 rel = path.relative_to(root).as_posix()
             except ValueError:
