@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_workflow import ACTION_INPUTS  # the inputs each action declares (tests/e2e)
 
 from sim.core.version import __version__
 
@@ -136,7 +137,12 @@ def test_the_generated_workflow_passes_the_check_and_gates_a_six_percent_rise(re
     path = repo / ".github" / "workflows" / "capacity.yml"
     print("checked with", schema_check(path))
     workflow = yaml.safe_load(path.read_text())
-    install = next(s for s in workflow["jobs"]["check"]["steps"] if s.get("id") == "install")
+    steps = workflow["jobs"]["check"]["steps"]
+    for step in steps:
+        if "uses" in step:  # only inputs the action declares (check-jsonschema cannot tell)
+            action = step["uses"].partition("@")[0]
+            assert set(step.get("with", {})) <= ACTION_INPUTS[action], step
+    install = next(s for s in steps if s.get("id") == "install")
     assert install["run"] == f"python -m pip install capsim=={__version__}"
     watched = workflow[True]["pull_request"]["paths"]  # YAML 1.1 reads `on:` as True
     assert "capacity/**" in watched and "reports/baselines/**" in watched

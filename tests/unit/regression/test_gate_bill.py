@@ -9,8 +9,9 @@ day is +6.3 %; $89 - $49 = $40).
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 
-from sim.regression import comment, markdown
+from sim.regression import comment, junit, markdown
 from sim.regression.baseline import (
     Baseline,
     Figure,
@@ -104,6 +105,10 @@ def test_a_changed_trace_and_pricing_file_are_reported_as_input_changes():
         "trace `traces/app.har` changed (content hash sha256:t1 → sha256:t2)",
         "pricing file `sim/data/pricing.toml` changed (content hash sha256:p1 → sha256:p2)")
     assert "Inputs changed since the baseline:" in markdown.render(cmp)
+    props = ET.fromstring(junit.render(cmp)).findall("./testsuite/properties/property")
+    assert [p.get("value") for p in props if p.get("name") == "input_changed"] == list(
+        cmp.inputs_changed)
+    assert any(p.get("name") == "headline" for p in props)
     same = compare(side("RPC", inputs=inputs()), side("RPC", inputs=inputs()), tolerances())
     assert same.inputs_changed == () and not same.changed
 
@@ -120,3 +125,23 @@ def test_a_baseline_written_before_fingerprints_still_loads_and_says_not_recorde
     assert any("not recorded" in line for line in cmp.inputs_unknown)
     assert any("not recorded" in note for note in cmp.notes)  # the per-method figures
     assert "not recorded" in markdown.render(cmp)
+
+
+def test_the_fingerprint_hashes_each_trace_as_the_scenario_names_it(tmp_path):
+    import hashlib
+    from pathlib import Path
+
+    from sim.api import load_scenario
+    from sim.regression.fingerprint import fingerprint
+
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "t.parquet").write_bytes(b"abc")  # hashed, not read here
+    (tmp_path / "s.toml").write_text('name = "s"\nduration = 60\n[account]\nkeys = ["k"]\n'
+                                     '[[sources]]\nname = "r"\nkey = "k"\n'
+                                     'trace = "traces/t.parquet"\n')
+    got = fingerprint(load_scenario(str(tmp_path / "s.toml")), "sha256:x")
+    # sha256("abc") = ba7816bf8f01cfea 414140de... (FIPS 180-2's test vector)
+    assert got.traces == {"traces/t.parquet": "sha256:ba7816bf8f01cfea"}
+    shipped = Path(__file__).resolve().parents[3] / "sim" / "data" / "pricing.toml"
+    assert got.pricing == "sha256:" + hashlib.sha256(shipped.read_bytes()).hexdigest()[:16]
+    assert (got.scenario, got.capsim) == ("sha256:x", __import__("sim").__version__)
