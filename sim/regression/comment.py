@@ -23,8 +23,9 @@ def marker(name: str) -> str:
 def render(cmp: Comparison, *, max_chars: int = MAX_CHARS) -> str:
     """The comment's Markdown body."""
     head = top_lines(cmp, "###")
-    lines = [head[0], marker(cmp.name), *head[1:], "", *provenance(cmp), "", *inputs(cmp),
-             "", *moved_rows(cmp)]
+    given = inputs(cmp)
+    lines = [head[0], marker(cmp.name), *head[1:], "", *provenance(cmp), "",
+             *(given + [""] if given else []), *moved_rows(cmp)]
     quiet = sum(not c.changed for c in cmp.checks)
     lines += ["", f"{quiet} check{'s' * (quiet != 1)} unchanged; the step summary and "
               "the JUnit report have them all."]

@@ -63,6 +63,8 @@ def provenance(cmp: Comparison) -> list[str]:
 def inputs(cmp: Comparison) -> list[str]:
     """The inputs that changed since the baseline (or that it did not record)."""
     if not cmp.inputs_changed and not cmp.inputs_unknown:
+        if cmp.now.inputs is None:  # a report folder or summary: no fingerprint to compare
+            return []
         return ["Inputs: none changed since the baseline (scenario, traces, pricing file, "
                 "capsim)."]
     lines = ["Inputs changed since the baseline:" if cmp.inputs_changed else "Inputs:"]
@@ -85,7 +87,8 @@ def moved_rows(cmp: Comparison) -> list[str]:
 
 def render(cmp: Comparison, *, max_bytes: int = MAX_BYTES) -> str:
     """The whole report (see the module docstring)."""
-    top = [*top_lines(cmp, "##"), "", *provenance(cmp), "", *inputs(cmp), ""]
+    top = [*top_lines(cmp, "##"), "", *provenance(cmp), "", *inputs(cmp)]
+    top += [""] if top[-1] else []
     rec = [c for c in cmp.checks if c.tier is None]
     top += check_rows(rec) + [""]
     top += ["What moved:", ""] if any(c.changed for c in cmp.checks) else []
