@@ -13,12 +13,21 @@ difference, because it is what the bill shows first.
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
+
 from .baseline import Baseline, TierFigures
 from .compare import Comparison
 
 
 def _usd(value: float) -> str:
     return f"${value:,.2f}".replace(".00", "")
+
+
+def _percent(fraction: float) -> str:
+    """``+6.3`` for 0.0625: half away from zero, as a reader rounds (not the float's
+    half-to-even, which prints 6.25 as 6.2)."""
+    d = Decimal(repr(fraction * 100)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    return f"{d:+}" if d else "0.0"
 
 
 def _tiers(base: Baseline, now: Baseline) -> tuple[TierFigures, TierFigures] | None:
@@ -47,9 +56,8 @@ def cu_phrase(base: Baseline, now: Baseline) -> str:
     elif a == 0:
         text = "CU per day unchanged (none)" if b == 0 else f"CU per day 0 → {b:,.0f}"
     else:
-        rel = b / a - 1
-        text = ("CU per day unchanged" if round(rel * 100, 1) == 0
-                else f"{rel * 100:+.1f} % CU per day")
+        pct = _percent(b / a - 1)
+        text = "CU per day unchanged" if pct == "0.0" else f"{pct} % CU per day"
     la, lb = _mean(tb, "allowance_lasts_h"), _mean(tn, "allowance_lasts_h")
     if lb is not None:
         if la is None or f"{la:.1f}" == f"{lb:.1f}":

@@ -9,7 +9,7 @@ GitHub's ``bash -eo pipefail`` and the variables a runner sets:
 
 * unchanged: exit 0, ``moved=false``, no comment;
 * a re-recorded trace with 4.25 calls per second (+6.25 %, 17/16): exit 1, the comment's
-  first line states the CU change (+6.2 %) and the dollar change (RPC's allowance no
+  first line states the CU change (+6.3 %) and the dollar change (RPC's allowance no
   longer lasts the day, 24 h · 25/26.5625 = 23.5 h, so RPC → RPC + Search: $139 - $49 =
   +$90/month), and the changed trace is reported as an input change;
 * the recording restored: exit 0, ``moved=false`` and the stale comment gone.
@@ -159,7 +159,7 @@ def test_the_generated_workflow_passes_the_check_and_gates_a_six_percent_rise(re
     body = (reports / "pr-comment.md").read_text()
     first = body.splitlines()[0]
     assert first.startswith("### ❌ +$90/month: recommended tier RPC → RPC + Search; "
-                            "+6.2 % CU per day"), first
+                            "+6.3 % CU per day"), first
     assert "(allowance lasts 23.5 h instead of 25.0 h)" in first
     assert "trace `traces/app.parquet` changed" in body
     assert summary.splitlines()[0] == "## " + first.removeprefix("### ")

@@ -52,6 +52,14 @@ def test_headline_with_the_tier_unchanged_leads_with_cu_per_day():
     assert [c.metric for c in cmp.regressions] == ["cu_per_day", "allowance_lasts_h"] * 2
 
 
+def test_headline_rounds_half_up_as_a_reader_does():
+    # 17/16 - 1 = 6.25 % exactly (a binary fraction): "+6.3 %", not the float's "+6.2".
+    cmp = compare(side("RPC", cu=16.0), side("RPC", cu=17.0), tolerances())
+    assert bill_headline(cmp).startswith("+6.3 % CU per day")
+    cmp = compare(side("RPC", cu=1000.0), side("RPC", cu=1000.4), tolerances())
+    assert bill_headline(cmp).startswith("CU per day unchanged (allowance lasts 22.8 h)")
+
+
 def test_headline_with_a_new_tier_leads_with_the_dollars():
     cmp = compare(side("RPC"), side("Streams + RPC", cu=130.0, lasts=None), tolerances())
     assert bill_headline(cmp) == ("+$40/month: recommended tier RPC → Streams + RPC; "
