@@ -203,25 +203,23 @@ def _price(base: Baseline, now: Baseline, name: str | None) -> float | None:
 
 
 def _recommended_price(base: Baseline, now: Baseline, tolerance: float) -> Check:
-    """The recommended tier's monthly price (no tier: no price, a regression)."""
+    """The recommended tier's monthly price (no tier: no price; losing it a regression)."""
     m = RECOMMENDED_MONTHLY_USD
     a, b = _price(base, base, base.recommended.tier), _price(base, now, now.recommended.tier)
-    fa = Figure(mean=a, n=1 if a is not None else 0)
-    fb = Figure(mean=b, n=1 if b is not None else 0)
+    shown = (m.name, m.label, fmt(a, m), fmt(b, m))
     tol = m.describe_tolerance(tolerance)
+    if a is None and b is None:
+        return Check(None, *shown, "", tol, "unchanged")
     if a is None or b is None:
-        verdict: Verdict = "unchanged"
-        if (a is None) != (b is None):
-            verdict = "regression" if b is None else "improvement"
-        return Check(None, m.name, m.label, fmt(a, m), fmt(b, m), "n/a" if verdict !=
-                     "unchanged" else "", tol, verdict, "no tier meets the SLO"
-                     if verdict == "regression" else "")
-    if not (base.recommended.unanimous and now.recommended.unanimous) and a != b:
-        return Check(None, m.name, m.label, fmt(a, m), fmt(b, m), _usd_change(a, b), tol,
-                     "unchanged", "within noise: replications disagree")
-    verdict, _, note = judge(m, fa, 1, fb, 1, tolerance)
-    return Check(None, m.name, m.label, fmt(a, m), fmt(b, m), _usd_change(a, b), tol,
-                 verdict, note)
+        if b is None:
+            return Check(None, *shown, "n/a", tol, "regression", "no tier meets the SLO")
+        return Check(None, *shown, "n/a", tol, "improvement")
+    change = _usd_change(a, b)
+    if a != b and not (base.recommended.unanimous and now.recommended.unanimous):
+        return Check(None, *shown, change, tol, "unchanged",
+                     "within noise: replications disagree")
+    verdict, _, note = judge(m, Figure(mean=a, n=1), 1, Figure(mean=b, n=1), 1, tolerance)
+    return Check(None, *shown, change, tol, verdict, note)
 
 
 def _usd_change(a: float, b: float) -> str:

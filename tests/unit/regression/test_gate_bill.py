@@ -69,6 +69,13 @@ def test_headline_with_a_new_tier_leads_with_the_dollars():
         "$49", "$89", "+$40", "regression")
 
 
+def test_losing_every_tier_fails_the_price_check_and_leads_the_headline():
+    cmp = compare(side("RPC"), side(None), tolerances())
+    price = next(c for c in cmp.checks if c.metric == "recommended_monthly_usd")
+    assert (price.verdict, price.note) == ("regression", "no tier meets the SLO")
+    assert bill_headline(cmp).startswith("no tier meets the SLO any more (was RPC, $49/month); ")
+
+
 def test_the_price_check_takes_a_tolerance_in_dollars():
     cmp = compare(side("RPC"), side("Streams + RPC"),
                   tolerances(None, {"recommended_monthly_usd": 40.0}))
