@@ -55,6 +55,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "check": LazyCommand("sim.cli.regression", "check",
                          "Run SCENARIO as its baseline was run and compare: exit 1 on a "
                          "regression."),
+    "ci": LazyCommand("sim.cli.ci", "ci", "Set up the capacity gate in your repository's CI."),
     "compare": LazyCommand("sim.cli.regression", "compare",
                            "Compare B with A (report folders, summary.json files or baselines): "
                            "exit 1 when B regressed, with the same reports as check."),

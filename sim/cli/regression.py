@@ -37,11 +37,12 @@ def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: 
 
 def _snapshot(scenario, overrides, tiers, replications, jobs):
     from ..regression.baseline import Baseline
+    from ..regression.fingerprint import fingerprint
 
     loaded, summaries, digest = _replicate(scenario, overrides, tiers, replications, jobs)
     return loaded, Baseline.from_summaries(
         summaries, content_hash=digest, scenario_file=scenario or "<built-in default>",
-        overrides=overrides, tier_selection=tiers)
+        overrides=overrides, tier_selection=tiers, inputs=fingerprint(loaded, digest))
 
 
 def _replications(given: int | None, loaded_check, recorded: int | None = None) -> int:
@@ -125,7 +126,8 @@ def update(targets, replications, jobs):
         # Everything that moved at all, not only what is past a tolerance.
         moved = compare(old, snap, {k: 0.0 for k in tolerances()}, base_label=str(path))
         lines = [c for c in moved.checks if c.base != c.now]
-        notes = [n for n in moved.notes if not n.startswith("replications")]
+        notes = [*moved.inputs_changed,
+                 *(n for n in moved.notes if not n.startswith("replications"))]
         click.echo(f"{path}: {len(lines)} figure(s) moved"
                    + (f"; {'; '.join(notes)}" if notes else ""))
         for c in lines:
@@ -158,6 +160,7 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
     from ..regression import comment as comment_out
     from ..regression import junit as junit_out
     from ..regression import markdown as markdown_out
+    from ..regression.headline import bill_headline
 
     text = markdown_out.render(cmp)
     if markdown:
@@ -168,6 +171,9 @@ def _report(cmp, markdown, junit, comment, comment_only_on_change):
     if comment and (cmp.changed or not comment_only_on_change):
         _write(comment, comment_out.render(cmp), "--comment")
     click.echo(markdown_out.headline(cmp))
+    click.echo(f"  {bill_headline(cmp)}")
+    for line in cmp.inputs_changed + cmp.inputs_unknown:
+        click.echo(f"  input: {line}")
     for c in cmp.regressions + cmp.improvements:
         click.echo(f"  {c.verdict}: {c.tier or '(run)'}: {c.label}: {c.base} → {c.now} "
                    f"({c.change}; tolerance {c.tolerance})")

@@ -29,8 +29,11 @@ def _head(path: Path) -> str:
 
 
 def _is_check_markdown(path: Path) -> bool:
-    first = _head(path).split("\n", 1)[0]
-    return first.startswith(("## capsim check `", "## capsim compare `"))
+    # The bill's headline, then the verdict in bold (an older capsim: the verdict first).
+    lines = _head(path).split("\n", 3)
+    return lines[0].startswith(("## capsim check `", "## capsim compare `")) or (
+        lines[0].startswith("## ") and len(lines) > 2
+        and lines[2].startswith(("**capsim check `", "**capsim compare `")))
 
 
 def _is_junit(path: Path) -> bool:
@@ -39,7 +42,9 @@ def _is_junit(path: Path) -> bool:
 
 
 def _is_comment(path: Path) -> bool:
-    return _head(path).startswith("<!-- capsim-check: ")
+    # The marker opens the body (an older capsim) or follows the headline.
+    lines = _head(path).split("\n", 2)
+    return any(line.startswith("<!-- capsim-check: ") for line in lines[:2])
 
 
 def _is_baseline(path: Path) -> bool:

@@ -4,7 +4,11 @@ A baseline is written by ``capsim baseline save`` and reviewed in pull requests,
 holds only what the gate compares (the catalogue's metrics per tier, as a mean with its
 95 % Student-t half-width over replications, and the recommended tier) and what makes it
 reproducible (scenario name, file, content hash, seed, ``--set`` overrides, tier
-selection, replications, capsim version, the summary's schema version). Keys are sorted
+selection, replications, capsim version, the summary's schema version), and the
+fingerprint of every input the run read (:class:`Inputs`: the scenario, each trace's
+content, the pricing file, capsim's version), so a report can say which input changed.
+Baselines written before the fingerprint load with ``inputs`` None ("not recorded").
+Keys are sorted
 and every float is rounded to :data:`DIGITS` significant digits, so an unchanged run
 rewrites the file byte for byte.
 
@@ -29,7 +33,7 @@ from ..core.errors import CapsimError, read_user_text
 from ..core.intervals import Interval, mean_interval
 from ..core.limits import MAX_REPLICATIONS
 from ..core.version import __version__
-from ..results.catalogue import METRICS
+from ..results.catalogue import METRICS, method_cu_per_day
 from ..results.summary import SCHEMA_VERSION, RunSummary
 
 BASELINE_SCHEMA_VERSION = 1
@@ -70,6 +74,8 @@ class TierFigures(_Frozen):
     cu_per_window: float
     monthly_usd: float | None
     metrics: dict[str, Figure]
+    cu_per_day_by_method: dict[str, Figure] | None = None
+    """CU settled per day by each method (None: a baseline written before it was kept)."""
 
 
 class RecommendedTier(_Frozen):
@@ -82,6 +88,18 @@ class RecommendedTier(_Frozen):
     @property
     def unanimous(self) -> bool:
         return len(set(self.per_replication)) <= 1
+
+
+class Inputs(_Frozen):
+    """The fingerprint of everything a run read: content hashes, and capsim's version."""
+
+    scenario: str
+    """The scenario's content hash (as ``Baseline.content_hash``)."""
+    traces: dict[str, str] = {}
+    """Each trace a source replays, by its path as the scenario names it: its content hash."""
+    pricing: str
+    """The content hash of the pricing file the scenario's ``[pricing]`` is merged over."""
+    capsim: str
 
 
 class Baseline(_Frozen):
@@ -99,6 +117,7 @@ class Baseline(_Frozen):
     replications: int = Field(ge=1, le=MAX_REPLICATIONS)  # a hand edit must not run 1e5
     recommended: RecommendedTier
     tiers: tuple[TierFigures, ...]
+    inputs: Inputs | None = None
 
     @field_validator("overrides")
     @classmethod
@@ -119,7 +138,8 @@ class Baseline(_Frozen):
     def from_summaries(cls, summaries: Sequence[RunSummary], *, content_hash: str,
                        scenario_file: str | None = None, seed: int | None = None,
                        overrides: Sequence[str] = (),
-                       tier_selection: Sequence[str] = ()) -> Baseline:
+                       tier_selection: Sequence[str] = (),
+                       inputs: Inputs | None = None) -> Baseline:
         """Aggregate the summaries of a run's replications (replication 0 first)."""
         if not summaries:
             raise ValueError("no summaries")
@@ -132,8 +152,16 @@ class Baseline(_Frozen):
                 iv = mean_interval([m.read(s, ts) for s, ts in entries])
                 figures[m.name] = Figure(mean=rounded(iv.mean), half_width=rounded(iv.half_width),
                                          n=iv.n)
+            per_method = [method_cu_per_day(s, ts) for s, ts in entries]
+            methods = {}
+            for name in sorted({m for d in per_method for m in d}):
+                # A replication that never called the method charged it nothing.
+                iv = mean_interval([d.get(name, 0.0) for d in per_method])
+                methods[name] = Figure(mean=rounded(iv.mean),
+                                       half_width=rounded(iv.half_width), n=iv.n)
             tiers.append(TierFigures(tier=t.tier, cu_per_window=t.cu_per_window,
-                                     monthly_usd=rounded(t.monthly_usd), metrics=figures))
+                                     monthly_usd=rounded(t.monthly_usd), metrics=figures,
+                                     cu_per_day_by_method=methods))
         picks = tuple(s.recommended.tier for s in summaries)
         counts = Counter(picks)
         top = max(counts.values())
@@ -151,7 +179,7 @@ class Baseline(_Frozen):
                    tier_selection=tuple(tier_selection),
                    replications=len(summaries),
                    recommended=RecommendedTier(tier=pick, per_replication=picks),
-                   tiers=tuple(tiers))
+                   tiers=tuple(tiers), inputs=inputs)
 
 
 def _dumps(value, indent: str) -> str:

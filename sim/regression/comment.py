@@ -1,6 +1,7 @@
 """The pull-request comment body of a comparison.
 
-It starts with a hidden marker, ``<!-- capsim-check: NAME -->``, so a workflow finds and
+Its first line is the bill's headline (:mod:`.headline`: the CU and dollar change), the
+second a hidden marker, ``<!-- capsim-check: NAME -->``, so a workflow finds and
 updates its own comment instead of adding one per push. It lists only what moved
 (regressions, then improvements, across tiers), never more than :data:`MAX_CHARS`
 characters (GitHub refuses comments over 65,536).
@@ -9,7 +10,7 @@ characters (GitHub refuses comments over 65,536).
 from __future__ import annotations
 
 from .compare import Comparison
-from .markdown import check_rows, headline, provenance
+from .markdown import inputs, moved_rows, provenance, top_lines
 
 MAX_CHARS = 60_000
 
@@ -21,13 +22,11 @@ def marker(name: str) -> str:
 
 def render(cmp: Comparison, *, max_chars: int = MAX_CHARS) -> str:
     """The comment's Markdown body."""
-    lines = [marker(cmp.name), f"### {headline(cmp)}", "", *provenance(cmp), ""]
-    moved = [c for c in cmp.checks if c.changed]
-    if moved:
-        lines += check_rows(moved, with_tier=True)
-    else:
-        lines.append("Every check is within its tolerance (or the noise).")
-    quiet = len(cmp.checks) - len(moved)
+    head = top_lines(cmp, "###")
+    given = inputs(cmp)
+    lines = [head[0], marker(cmp.name), *head[1:], "", *provenance(cmp), "",
+             *(given + [""] if given else []), *moved_rows(cmp)]
+    quiet = sum(not c.changed for c in cmp.checks)
     lines += ["", f"{quiet} check{'s' * (quiet != 1)} unchanged; the step summary and "
               "the JUnit report have them all."]
     text = "\n".join(lines) + "\n"

@@ -11,7 +11,10 @@ allowance's run-out time): then "never → ran out" in every replication is a re
 
 The recommended tier is compared per run: a more expensive recommendation (or none) is a
 regression, a cheaper one an improvement; with replications only when both sides'
-replications agree among themselves.
+replications agree among themselves. Its monthly price is a check of its own
+(``recommended_monthly_usd``, absolute tolerance in dollars). CU per day is also
+compared per method (``method_cu_per_day``: a method one side never called charged 0).
+The inputs that differ (:mod:`.fingerprint`) are listed apart from the checks.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.errors import CapsimError
-from ..results.catalogue import METRICS, Metric
+from ..results.catalogue import METHOD_CU_PER_DAY, METRICS, RECOMMENDED_MONTHLY_USD, Metric
 from .baseline import Baseline, Figure
+from .fingerprint import input_changes
 
 Verdict = Literal["regression", "improvement", "unchanged"]
 RECOMMENDED = "recommended_tier"
@@ -59,6 +63,10 @@ class Comparison:
     checks: tuple[Check, ...]
     notes: tuple[str, ...]
     command: str = "check"  # the command that compared: check or compare (its reports say)
+    inputs_changed: tuple[str, ...] = ()
+    """One line per input that differs from the baseline's (:mod:`.fingerprint`)."""
+    inputs_unknown: tuple[str, ...] = ()
+    """Inputs the baseline did not record ("not recorded")."""
 
     @property
     def regressions(self) -> tuple[Check, ...]:
@@ -86,6 +94,8 @@ class Comparison:
 def fmt(value: float | None, metric: Metric | None = None) -> str:
     """A figure for the reports (None as "never" or "–")."""
     if value is None:
+        if metric is not None and metric.unit == "h":
+            return "unlimited"  # no allowance, or nothing charged
         return "never" if metric is not None and metric.none_means == "never" else "–"
     if metric is not None and metric.name == "meets_slo":
         return {1.0: "yes", 0.0: "no"}.get(value, f"{value:.0%} of runs")
@@ -93,6 +103,8 @@ def fmt(value: float | None, metric: Metric | None = None) -> str:
         return f"{value:.4f}"
     if metric is not None and metric.unit == "s":
         return f"{value / 3600:.2f} h"
+    if metric is not None and metric.unit == "h":
+        return f"{value:,.1f} h"
     if metric is not None and metric.unit == "USD":
         return f"${value:,.2f}".replace(".00", "")
     return f"{value:,.6g}" if abs(value) < 1e6 else f"{value:,.0f}"
@@ -100,7 +112,7 @@ def fmt(value: float | None, metric: Metric | None = None) -> str:
 
 def _fmt_figure(fig: Figure | None, metric: Metric) -> str:
     if fig is None:
-        return "(no tier)"
+        return "(not recorded)"
     text = fmt(fig.mean, metric)
     if fig.mean is not None and fig.half_width and metric.name != "meets_slo":
         text += f" ± {_fmt_half(fig.half_width, metric)}"
@@ -185,6 +197,55 @@ def _recommendation(base: Baseline, now: Baseline) -> Check:
                  "" if verdict != "unchanged" else "same price")
 
 
+def _price(base: Baseline, now: Baseline, name: str | None) -> float | None:
+    t = (now.tier(name) or base.tier(name)) if name is not None else None
+    return t.monthly_usd if t is not None else None
+
+
+def _recommended_price(base: Baseline, now: Baseline, tolerance: float) -> Check:
+    """The recommended tier's monthly price (no tier: no price; losing it a regression)."""
+    m = RECOMMENDED_MONTHLY_USD
+    a, b = _price(base, base, base.recommended.tier), _price(base, now, now.recommended.tier)
+    shown = (m.name, m.label, fmt(a, m), fmt(b, m))
+    tol = m.describe_tolerance(tolerance)
+    if a is None and b is None:
+        return Check(None, *shown, "", tol, "unchanged")
+    if a is None or b is None:
+        if b is None:
+            return Check(None, *shown, "n/a", tol, "regression", "no tier meets the SLO")
+        return Check(None, *shown, "n/a", tol, "improvement")
+    change = _usd_change(a, b)
+    if a != b and not (base.recommended.unanimous and now.recommended.unanimous):
+        return Check(None, *shown, change, tol, "unchanged",
+                     "within noise: replications disagree")
+    verdict, _, note = judge(m, Figure(mean=a, n=1), 1, Figure(mean=b, n=1), 1, tolerance)
+    return Check(None, *shown, change, tol, verdict, note)
+
+
+def _usd_change(a: float, b: float) -> str:
+    d = b - a
+    return "0" if d == 0 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}".replace(".00", "")
+
+
+def _method_checks(tier: str, base: Baseline, now: Baseline, fa: dict[str, Figure],
+                   fb: dict[str, Figure], tolerance: float) -> list[Check]:
+    """CU per day of each method either side called (a method not called charged 0)."""
+    m = METHOD_CU_PER_DAY
+    out = []
+    for method in sorted(set(fa) | set(fb)):
+        a = fa.get(method) or _zero(base.replications)
+        b = fb.get(method) or _zero(now.replications)
+        verdict, change, note = judge(m, a, base.replications, b, now.replications, tolerance)
+        out.append(Check(tier, f"{m.name}.{method}", f"{m.label}: {method}",
+                         _fmt_figure(a, m), _fmt_figure(b, m), change,
+                         m.describe_tolerance(tolerance), verdict, note))
+    return out
+
+
+def _zero(replications: int) -> Figure:
+    return Figure(mean=0.0, half_width=0.0 if replications > 1 else None, n=replications)
+
+
 def compare(base: Baseline, now: Baseline, tolerances: dict[str, float], *,
             base_label: str = "baseline", now_label: str = "now",
             command: str = "check") -> Comparison:
@@ -205,13 +266,11 @@ def compare(base: Baseline, now: Baseline, tolerances: dict[str, float], *,
                           f"{', '.join(t.tier for t in base.tiers)}; now: "
                           f"{', '.join(t.tier for t in now.tiers)}), so there is nothing "
                           "to compare", file=base_label, field="tiers")
-    checks = [_recommendation(base, now)]
+    checks = [_recommendation(base, now),
+              _recommended_price(base, now, tolerances.get(RECOMMENDED_MONTHLY_USD.name,
+                                                           RECOMMENDED_MONTHLY_USD.tolerance))]
+    changed_inputs, unknown_inputs = input_changes(base, now)
     notes = []
-    if base.content_hash != now.content_hash:
-        notes.append(f"the scenario changed since the baseline (content hash "
-                     f"{base.content_hash} → {now.content_hash})")
-    if base.capsim_version != now.capsim_version:
-        notes.append(f"capsim {base.capsim_version} → {now.capsim_version}")
     if base.replications > 1 or now.replications > 1:
         notes.append(f"replications: {base.replications} → {now.replications} "
                      "(a change counts only outside the tolerance and the 95 % intervals)")
@@ -237,5 +296,14 @@ def compare(base: Baseline, now: Baseline, tolerances: dict[str, float], *,
             checks.append(Check(tb.tier, m.name, m.label, _fmt_figure(fa, m),
                                 _fmt_figure(fb, m), change, m.describe_tolerance(tol),
                                 verdict, note))
+        if tb.cu_per_day_by_method is not None and tn.cu_per_day_by_method is not None:
+            checks += _method_checks(tb.tier, base, now, tb.cu_per_day_by_method,
+                                     tn.cu_per_day_by_method,
+                                     tolerances.get(METHOD_CU_PER_DAY.name,
+                                                    METHOD_CU_PER_DAY.tolerance))
+    if any(t.cu_per_day_by_method is None for t in base.tiers) and \
+            all(t.cu_per_day_by_method is not None for t in now.tiers):
+        notes.append("CU per day per method: not recorded in the baseline "
+                              "(`capsim baseline update` records it)")
     return Comparison(base.scenario, base_label, now_label, base, now, tuple(checks),
-                      tuple(notes), command)
+                      tuple(notes), command, tuple(changed_inputs), tuple(unknown_inputs))

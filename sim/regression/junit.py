@@ -3,7 +3,9 @@
 Follows the common JUnit schema (``testsuites`` > ``testsuite`` > ``testcase``, a
 ``failure`` element per regression) so any CI shows the gate's failures natively:
 the suite is the scenario, the class name ``capsim.<scenario>.<tier>`` and the case
-name the metric. Improvements and noise pass, with the reason in ``system-out``.
+name the metric. Improvements and noise pass, with the reason in ``system-out``. The
+suite's properties carry the provenance, the bill's headline (:mod:`.headline`) and one
+``input_changed`` per input that differs from the baseline's.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from .compare import Comparison
+from .headline import bill_headline
 
 
 def render(cmp: Comparison) -> str:
@@ -26,7 +29,10 @@ def render(cmp: Comparison) -> str:
     for key, value in (("baseline", cmp.base_label), ("now", cmp.now_label),
                        ("baseline_capsim_version", cmp.base.capsim_version),
                        ("baseline_seed", str(cmp.base.seed)),
-                       ("replications", f"{cmp.base.replications}/{cmp.now.replications}")):
+                       ("replications", f"{cmp.base.replications}/{cmp.now.replications}"),
+                       ("headline", bill_headline(cmp)),
+                       *(("input_changed", line) for line in cmp.inputs_changed),
+                       *(("input_not_recorded", line) for line in cmp.inputs_unknown)):
         ET.SubElement(props, "property", name=key, value=value)
     for c in cmp.checks:
         cls = f"capsim.{cmp.name}." + (c.tier if c.tier is not None else "run")

@@ -1,4 +1,6 @@
-"""The Markdown report of a comparison: a headline, then a table per tier.
+"""The Markdown report of a comparison: the bill's headline (:mod:`.headline`: CU per
+day, the allowance, the recommended tier and its price), the verdict, the inputs that
+changed, what moved; then every check, a table per tier, folded in a ``<details>``.
 
 Tiers with a regression come first, then those with an improvement, then the rest;
 inside a table, regressions, improvements, unchanged. The text stays under
@@ -9,6 +11,7 @@ budget, unchanged tiers collapse to one line each, then to one line for all.
 from __future__ import annotations
 
 from .compare import Check, Comparison
+from .headline import bill_headline, icon
 
 MAX_BYTES = 1024 * 1024 - 16 * 1024
 """Budget of the report (1 MiB less a margin for what a workflow appends)."""
@@ -57,11 +60,40 @@ def provenance(cmp: Comparison) -> list[str]:
     return out
 
 
+def inputs(cmp: Comparison) -> list[str]:
+    """The inputs that changed since the baseline (or that it did not record)."""
+    if not cmp.inputs_changed and not cmp.inputs_unknown:
+        if cmp.now.inputs is None:  # a report folder or summary: no fingerprint to compare
+            return []
+        return ["Inputs: none changed since the baseline (scenario, traces, pricing file, "
+                "capsim)."]
+    lines = ["Inputs changed since the baseline:" if cmp.inputs_changed else "Inputs:"]
+    lines += [f"- {line}" for line in cmp.inputs_changed + cmp.inputs_unknown]
+    return lines
+
+
+def top_lines(cmp: Comparison, level: str) -> list[str]:
+    """The bill's headline as a heading of ``level`` (``##``), then the verdict."""
+    return [f"{level} {icon(cmp)} {bill_headline(cmp)}", "", f"**{headline(cmp)}**"]
+
+
+def moved_rows(cmp: Comparison) -> list[str]:
+    """What regressed or improved, across tiers (or a line saying nothing did)."""
+    moved = [c for c in cmp.checks if c.changed]
+    if not moved:
+        return ["Every check is within its tolerance (or the noise)."]
+    return check_rows(moved, with_tier=True)
+
+
 def render(cmp: Comparison, *, max_bytes: int = MAX_BYTES) -> str:
     """The whole report (see the module docstring)."""
-    top = [f"## {headline(cmp)}", "", *provenance(cmp), ""]
+    top = [*top_lines(cmp, "##"), "", *provenance(cmp), "", *inputs(cmp)]
+    top += [""] if top[-1] else []
     rec = [c for c in cmp.checks if c.tier is None]
     top += check_rows(rec) + [""]
+    top += ["What moved:", ""] if any(c.changed for c in cmp.checks) else []
+    top += moved_rows(cmp) + [""]
+    top += ["<details><summary>Every check, a table per tier</summary>", ""]
     by_tier: dict[str, list[Check]] = {}
     for c in cmp.checks:
         if c.tier is not None:
@@ -90,4 +122,5 @@ def render(cmp: Comparison, *, max_bytes: int = MAX_BYTES) -> str:
 
 
 def _join(top: list[str], sections: list[list[str]]) -> str:
-    return "\n".join(top + [line for s in sections for line in s]).rstrip("\n") + "\n"
+    body = top + [line for s in sections for line in s]
+    return "\n".join(body).rstrip("\n") + "\n\n</details>\n"

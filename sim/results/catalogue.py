@@ -5,7 +5,12 @@ Rates (throttle, failure, phantom throttles, meeting the SLO) get an *absolute*
 tolerance in rate units; latency, CU and cost a *relative* one (a fraction of the
 baseline: 0.1 is 10 %); the allowance's run-out time an absolute one in seconds.
 A value of ``None`` is "undefined" (a latency with no successful request) or, for the
-run-out time, "never ran out".
+run-out time and the hours the allowance lasts, "never ran out" / "no allowance".
+
+Besides the per-tier :data:`METRICS`, two metrics have another scope:
+:data:`METHOD_CU_PER_DAY` is read per method of each tier (the baseline keeps one figure
+per method) and :data:`RECOMMENDED_MONTHLY_USD` once per run (the recommended tier's
+price). All of them are tolerance names (:data:`BY_NAME`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class Metric:
     kind: Kind
     tolerance: float
     none_means: Literal["undefined", "never"] = "undefined"
+    scope: Literal["tier", "method", "run"] = "tier"
 
     def describe_tolerance(self, value: float) -> str:
         """``±10 %`` or ``±0.005`` (in the metric's unit)."""
@@ -43,6 +49,8 @@ class Metric:
             return f"±{value * 100:g} %"
         if self.unit == "s":
             return f"±{value / 3600:g} h"
+        if self.unit == "USD":
+            return f"±${value:g}"
         return f"±{value:g}{' ' + self.unit if self.unit and self.unit != 'rate' else ''}"
 
 
@@ -71,6 +79,28 @@ def _cu_per_day(run: RunSummary, tier: TierSummary) -> float | None:
     return (tier.cu.settled + publish) * 86_400.0 / run.duration_s
 
 
+def _allowance_lasts_h(run: RunSummary, tier: TierSummary) -> float | None:
+    # Hours the daily allowance lasts at the run's rate of charged CU: the summary's own
+    # figure for runs under a day (the account whose allowance lasts least), else the
+    # allowance over the charged CU per hour. None: no allowance, or nothing charged.
+    allowance = tier.daily_allowance
+    if allowance.lasts_h is not None:
+        return allowance.lasts_h
+    per_day = _cu_per_day(run, tier)
+    if allowance.allowance_cu is None or not per_day:
+        return None
+    return allowance.allowance_cu * 24.0 / per_day
+
+
+def method_cu_per_day(run: RunSummary, tier: TierSummary) -> dict[str, float]:
+    """CU settled per day by each method (at the run's rate); a method the run never
+    called is absent (its figure is 0)."""
+    if run.duration_s <= 0:
+        return {}
+    return {name: m.cu_settled * 86_400.0 / run.duration_s
+            for name, m in sorted(tier.by_method.items())}
+
+
 def _phantom_rate(run: RunSummary, tier: TierSummary) -> float:
     return tier.phantom_throttles / tier.attempts if tier.attempts else 0.0
 
@@ -92,6 +122,8 @@ METRICS: tuple[Metric, ...] = (
            _per_request, "higher", "relative", 0.05),
     Metric("cu_per_day", "CU charged per day", "CU",
            _cu_per_day, "higher", "relative", 0.02),
+    Metric("allowance_lasts_h", "daily allowance lasts at this rate (h)", "h",
+           _allowance_lasts_h, "lower", "relative", 0.02, none_means="never"),
     Metric("peak_window_cu", "peak window CU", "CU",
            lambda r, t: t.cu.peak_window_used, "higher", "relative", 0.10),
     Metric("allowance_run_out_s", "daily allowance runs out after", "s",
@@ -103,5 +135,16 @@ METRICS: tuple[Metric, ...] = (
 )
 """Every per-tier metric, in report order. The recommended tier is compared per run."""
 
-BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+METHOD_CU_PER_DAY = Metric("method_cu_per_day", "CU per day", "CU",
+                           lambda r, t: None, "higher", "relative", 0.05, scope="method")
+"""CU settled per day by one method (:func:`method_cu_per_day` reads them all); 5 %:
+one method's share is noisier than the total."""
+
+RECOMMENDED_MONTHLY_USD = Metric("recommended_monthly_usd", "recommended tier's monthly price",
+                                 "USD", lambda r, t: None, "higher", "absolute", 0.0,
+                                 scope="run")
+"""The recommended tier's monthly price (from the baseline's tiers); any rise fails."""
+
+BY_NAME: dict[str, Metric] = {m.name: m for m in (*METRICS, METHOD_CU_PER_DAY,
+                                                  RECOMMENDED_MONTHLY_USD)}
 METRIC_NAMES: tuple[str, ...] = tuple(BY_NAME)

@@ -100,7 +100,8 @@ def test_the_check_step_passes_on_the_repository(workflow, tmp_path):
     """Item 11 (issue 21): the workflow's own check step -- its shell, as written -- run on
     a copy of the repository's workloads/ and reports/baselines/ exits 0: every scenario
     in workloads/ has a baseline (live-agreement.toml had none, so the shipped workflow
-    always failed), and each one wrote its JUnit report and PR comment."""
+    always failed), and each one wrote its JUnit report; nothing moved, so no PR comment
+    (issue 32: the comment is deleted, not rewritten, when nothing moved)."""
     import os
     import shutil
     import subprocess
@@ -111,7 +112,8 @@ def test_the_check_step_passes_on_the_repository(workflow, tmp_path):
     shutil.copytree(root / "workloads", tmp_path / "workloads")
     shutil.copytree(root / "reports" / "baselines", tmp_path / "reports" / "baselines")
     summary = tmp_path / "step-summary.md"
-    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary),
+    output = tmp_path / "github-output.txt"
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary), GITHUB_OUTPUT=str(output),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     # GitHub runs `shell: bash` steps as `bash --noprofile --norc -eo pipefail {0}`.
     done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
@@ -121,3 +123,5 @@ def test_the_check_step_passes_on_the_repository(workflow, tmp_path):
     names = sorted(p.stem for p in (root / "workloads").glob("*.toml"))
     assert sorted(p.stem for p in (tmp_path / "reports" / "check").glob("*.xml")) == names
     assert "no regression" in summary.read_text(encoding="utf-8")
+    assert output.read_text() == "moved=false\n"
+    assert not (tmp_path / "reports" / "check" / "comment.md").exists()

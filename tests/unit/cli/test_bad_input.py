@@ -28,6 +28,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "check": (["{tmp}/bad.toml", "--baseline", "{tmp}/b.json"],
               ["{tmp}/bad.toml", "duration"]),
     "compare": (["{tmp}/missing-a", "{tmp}/missing-b"], ["{tmp}/missing-a"]),
+    "ci init": (["--scenarios", "{tmp}/capacity"], ["{tmp}/capacity", "--scenarios"]),
     "calibrate": (["{tmp}/missing.parquet", "--tier", "RPC", "--out", "{tmp}/cal"],
                   ["{tmp}/missing.parquet"]),
     "trace import": (["{tmp}/missing.csv", "--out", "{tmp}/t.parquet"],

@@ -43,7 +43,9 @@ def test_compare_reports_as_compare(saved, tmp_path):
     assert r.exit_code == 0, r.output
     assert r.output.startswith("capsim compare `agree`")
     assert "capsim check" not in r.output
-    assert (tmp_path / "c.md").read_text().startswith("## capsim compare `agree`")
+    # The bill's headline first (issue 32), then the verdict naming the command.
+    assert (tmp_path / "c.md").read_text().splitlines()[2] == (
+        "**capsim compare `agree`: ✅ no regression**")
     assert 'name="capsim compare agree"' in (tmp_path / "c.xml").read_text()
 
 

@@ -113,7 +113,7 @@ def test_a_changed_scenario_is_noted_and_still_compared():
     a = snapshot({"t": {"throttle_rate": 0.0}}, "t")
     b = snapshot({"t": {"throttle_rate": 0.5}}, "t", content_hash="sha256:y")
     cmp = compare(a, b, tolerances())
-    assert any("scenario changed" in n for n in cmp.notes)
+    assert any("scenario changed" in n for n in cmp.inputs_changed)
     assert [(c.tier, c.metric) for c in cmp.regressions] == [("t", "throttle_rate")]
 
 
@@ -214,7 +214,7 @@ def test_junit_has_one_case_per_tier_and_check_with_consistent_counts():
     assert root.tag == "testsuites"
     _walk(root)
     cases = root.findall("./testsuite/testcase")
-    assert len(cases) == 50 * len(METRICS) + 1  # + the recommended tier
+    assert len(cases) == 50 * len(METRICS) + 2  # + the recommended tier and its price
     failed = [c for c in cases if c.find("failure") is not None]
     assert {(c.get("classname"), c.get("name")) for c in failed} == {
         ("capsim.s.custom-tier-07", "latency_p99_ms"),
@@ -227,6 +227,6 @@ def test_junit_has_one_case_per_tier_and_check_with_consistent_counts():
 def test_comment_carries_the_marker_and_lists_only_what_moved():
     base, now = fifty_tiers({7})
     body = comment.render(compare(base, now, tolerances()))
-    assert body.startswith("<!-- capsim-check: s -->\n")
+    assert body.splitlines()[1] == "<!-- capsim-check: s -->"
     assert body.count("❌ regression") == 1
-    assert f"{50 * len(METRICS)} checks unchanged" in body
+    assert f"{50 * len(METRICS) + 1} checks unchanged" in body  # + the recommended price

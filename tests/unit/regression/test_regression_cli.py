@@ -16,7 +16,7 @@ import pytest
 from gate_cli import cli, saved_gate
 from scenarios import poisson_source, scenario_text
 
-from sim.results.catalogue import METRIC_NAMES
+from sim.results.catalogue import METRIC_NAMES, METRICS
 
 # The gate is about the 12-second windows: the allowance rule for runs under a day
 # (RPC's allowance lasts 10 h at 200 CU/s) is off.
@@ -59,7 +59,9 @@ def test_an_unchanged_scenario_passes_against_its_own_baseline(gate, tmp_path):
     assert step.read_text() == md + "\n"
     assert "### RPC" in md and "### RPC + Search" in md
     root = ET.parse(tmp_path / "r.xml").getroot()
-    assert root.get("failures") == "0" and int(root.get("tests")) == 2 * len(METRIC_NAMES) + 1
+    assert root.get("failures") == "0" and int(root.get("tests")) == 2 * len(METRICS) + 2 + 2
+    # two tiers × (the catalogue's metrics + svc_call's CU per day), the recommended tier
+    # and its price
 
 
 def test_saving_again_rewrites_the_same_bytes(gate, tmp_path):
@@ -83,7 +85,7 @@ def test_doubling_the_load_fails_and_names_the_metrics(gate, tmp_path):
     assert {("capsim.gate.RPC", "throttle_rate"), ("capsim.gate.run", "recommended_tier")} <= failed
     assert int(root.get("failures")) == len(failed)
     body = (tmp_path / "c.md").read_text()
-    assert body.startswith("<!-- capsim-check: gate -->") and "scenario changed" in body
+    assert body.splitlines()[1] == "<!-- capsim-check: gate -->" and "scenario changed" in body
 
 
 def test_a_change_inside_the_tolerance_passes(gate):
@@ -173,7 +175,7 @@ def test_comment_only_on_change(gate, tmp_path):
     assert r.exit_code == 0 and not (tmp_path / "c.md").exists()
     r = check(gate, "--comment", tmp_path / "c.md", "--comment-only-on-change",
               "--set", "sources[0].arrival.rate=20")
-    assert r.exit_code == 1 and (tmp_path / "c.md").read_text().startswith(
+    assert r.exit_code == 1 and (tmp_path / "c.md").read_text().splitlines()[1] == (
         "<!-- capsim-check: gate -->")
 
 
