@@ -1,0 +1,29 @@
+"""numba, imported here only: ``njit`` with the on-disk cache in a folder the user owns.
+
+numba caches compiled functions next to their source by default, which an installed
+package's folder may not allow; :func:`cache_dir` is ``$NUMBA_CACHE_DIR`` if set, else
+``capsim/numba`` under the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``), set
+before numba is imported so that every worker process of a run shares it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> str:
+    """The folder numba caches compiled functions in (set in the environment on import)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.environ["NUMBA_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "capsim" / "numba")
+
+
+os.environ.setdefault("NUMBA_CACHE_DIR", cache_dir())
+
+import numba  # noqa: E402
+
+#: Compile once per machine: every function is cached; no fastmath (the rows must be
+#: the SimPy model's, bit for bit), no parallelism (a run is one sequential loop).
+njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
