@@ -42,7 +42,8 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
         tiers: Iterable[str] | None = None, seed: int | None = None,
         overrides: Iterable[str] | None = None, jobs: int = 1,
         progress: Progress | None = None, records: str = "attempts", replications: int = 1,
-        replication_progress: Callable[[int, int], None] | None = None) -> RunResult:
+        replication_progress: Callable[[int, int], None] | None = None,
+        engine: str = "auto") -> RunResult:
     """Simulate ``scenario`` against its tiers (or ``tiers``, by name) and return the results.
 
     ``scenario`` is a TOML path, None for the built-in default, or a
@@ -62,13 +63,15 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
     recommendation held. Everything else (the summary's tiers and recommendation, the
     tables) is replication 0's, the plain run; ``jobs`` also spreads the replications'
     tiers over worker processes (same results); ``replication_progress(done, total)``
-    is called as replications finish.
+    is called as replications finish. ``engine``: ``"auto"`` (the compiled engine where
+    it covers every feature of the scenario, else the SimPy model), ``"simpy"`` or
+    ``"compiled"`` (:func:`sim.compiled.choice.choose_engine`; the same rows either way).
     """
     from .runner.replications import check_replications, with_replications
 
     check_replications(replications)
     loaded = load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
-    out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records)
+    out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records, engine=engine)
     out = with_replications(out, loaded, replications, jobs=jobs,
                             progress=replication_progress)
     return RunResult(**{f.name: getattr(out, f.name) for f in fields(out)})

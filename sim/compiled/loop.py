@@ -322,7 +322,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             if wait > 0.0:
                 ev_push(EF, EI, G, now + wait, EV_PACED, r)
                 continue
-        if kind == EV_SEND or kind == EV_PACED:  # _transmit
+        if kind == EV_SEND or kind == EV_PACED:  # noqa: SIM109 (_transmit; numba)
             p = POOL_OF[s, RI[r, RI_REGION]]
             start, c = pool_acquire(CF, CI, CR, PF, PI, AF, AI, KF, KI, OR, OI, G, cfree, p,
                                     now)
@@ -366,7 +366,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                     ev_push(EF, EI, G, now + RF[r, R_SERVICE], EV_COMPLETE, r)
                     continue
                 outcome = AFTER[RI[r, RI_METHOD], status]
-                if outcome == c434 or outcome == cwscu:
+                if outcome == c434 or outcome == cwscu:  # noqa: SIM109 (numba: no set)
                     retry_after = float(lim_retry_after(LF, LI, a, now))
             else:
                 outcome = gate

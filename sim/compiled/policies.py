@@ -14,9 +14,10 @@ random operation sequences):
 * retry decisions and backoff (:class:`~sim.policy.retry.RetryDecider`), pacing
   (:class:`~sim.policy.pacing.TokenBucket`).
 
-Each is an njit function (``.py_func`` is the plain Python one); the state layouts (the ``L_*``, ``C_*``, ``P_*``, ``A_*`` field numbers) are named once, here. The
-existing classes stay as they are (the SimPy model, the emulator and the trace replay use
-them): making them adapters over arrays would slow the SimPy model (an array access per
+Each is an njit function (``.py_func`` is the plain Python one); the state layouts (the
+``L_*``, ``C_*``, ``P_*``, ``A_*``, ``S_*`` field numbers) are named once, here. The
+existing classes stay as they are (the SimPy model, the emulator and the trace replay
+use them): adapters over arrays would slow the SimPy model (an array access per
 attribute in CPython) for no change in output.
 """
 

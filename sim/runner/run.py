@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..compiled.choice import choose_engine, tier_run_class
 from ..config.pricing import default_pricing_table, flatten
 from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
@@ -31,7 +32,7 @@ from ..metrics.figures import recommend, tier_summary
 from ..metrics.spool_totals import RequestTotals
 from ..metrics.tables import latency_table, slots_frame, streams_frame, windows_frame
 from ..model import recorder as rc
-from ..model.engine import TierResult, TierRun
+from ..model.engine import TierResult
 from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from ..workload.demand import Plan, build_plan
 from .records import RECORDS, AttemptRecords, RequestsWriter, spool_folder
@@ -101,15 +102,16 @@ def tier_parts(result: TierResult, plan: Plan) -> TierParts:
                      slots_frame(result))
 
 
-def _run_tier(loaded: LoadedScenario, tier: Tier, spool: str) -> tuple[TierResult, TierParts]:
+def _run_tier(loaded: LoadedScenario, tier: Tier, spool: str,
+              engine: str = "simpy") -> tuple[TierResult, TierParts]:
     plan = build_plan(loaded)
-    result = TierRun(plan, tier, spool=spool).run()
+    result = tier_run_class(engine)(plan, tier, spool=spool).run()
     return result, tier_parts(result, plan)
 
 
 def run(loaded: LoadedScenario, *, jobs: int = 1,
         progress: Callable[[Tier, float], None] | None = None,
-        records: str = "attempts") -> RunOutput:
+        records: str = "attempts", engine: str = "auto") -> RunOutput:
     """Simulate ``loaded`` against each of its tiers; ``progress(tier, sim_time)`` as it goes.
 
     Attempt rows are spooled to Parquet files as the tiers run (memory stays flat in run
@@ -117,9 +119,13 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
     written from the output gets. With ``jobs > 1`` and ``records="attempts"`` the
     parent writes ``requests.parquet`` (into the spool folder) tier by tier as the
     workers finish them, while later tiers still simulate; a report copies it.
+    ``engine`` (``auto``, ``simpy`` or ``compiled``: :func:`sim.compiled.choice.choose_engine`)
+    picks the engine; the same rows either way, and ``summary.engine`` says which ran.
     """
     if records not in RECORDS:
         raise ValueError(f"records must be one of {', '.join(RECORDS)}, not {records!r}")
+    chosen = choose_engine(loaded, engine).engine
+    tier_run = tier_run_class(chosen)
     plan = build_plan(loaded)
     folder = spool_folder()
     spools = [str(Path(folder.name) / f"tier{i}") for i in range(len(loaded.tiers))]
@@ -129,7 +135,7 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
                   if records == "attempts" else None)
         results, parts = [], []
         with process_pool(jobs) as pool, writer or nullcontext():
-            futures = [pool.submit(_run_tier, loaded, tier, spool)
+            futures = [pool.submit(_run_tier, loaded, tier, spool, chosen)
                        for tier, spool in zip(loaded.tiers, spools, strict=True)]
             for i, (tier, future) in enumerate(zip(loaded.tiers, futures, strict=True)):
                 result, part = future.result()
@@ -140,22 +146,22 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
                 if writer is not None:
                     writer.add_tier(i, result)
             written = None if writer is None else (writer.path, writer.close())
-        out = assemble(plan, results, folder, parts=parts, written=written)
+        out = assemble(plan, results, folder, parts=parts, written=written, engine=chosen)
     else:
         results = []
         for tier, spool in zip(loaded.tiers, spools, strict=True):
             cb = (lambda now, tier=tier: progress(tier, now)) if progress else None
-            results.append(TierRun(plan, tier, cb, spool=spool).run())
+            results.append(tier_run(plan, tier, cb, spool=spool).run())
             if progress:
                 progress(tier, loaded.scenario.duration_s)
-        out = assemble(plan, results, folder)
+        out = assemble(plan, results, folder, engine=chosen)
     out.records_mode = records
     return out
 
 
 def assemble(plan: Plan, results: list[TierResult], folder=None,
              parts: list[TierParts] | None = None,
-             written: tuple[Path, int] | None = None) -> RunOutput:
+             written: tuple[Path, int] | None = None, engine: str = "simpy") -> RunOutput:
     """Summaries and frames from the tiers' results (``folder``: their spool folder;
     ``parts``: their :class:`TierParts` if already computed; ``written``: their
     ``requests.parquet`` if already written, and its rows)."""
@@ -174,7 +180,7 @@ def assemble(plan: Plan, results: list[TierResult], folder=None,
         if len(frame.columns):
             frame["tier"] = pd.Categorical(frame["tier"].astype(str), categories=names)
     records = AttemptRecords(plan, results, folder, written=written)
-    return RunOutput(summary_document(plan, [p.summary for p in parts]), records,
+    return RunOutput(summary_document(plan, [p.summary for p in parts], engine), records,
                      windows, latencies, streams, slots, minutes, refused)
 
 
@@ -202,8 +208,10 @@ def _limiter_settings(sc) -> dict:
     return settings
 
 
-def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
-    """The whole ``summary.json``: provenance, assumptions, tiers, recommendation."""
+def summary_document(plan: Plan, tiers: list[TierSummary], engine: str = "simpy"
+                     ) -> RunSummary:
+    """The whole ``summary.json``: provenance, assumptions, tiers, recommendation
+    (``engine``: recorded unless it is the SimPy model, so its summaries stay as they were)."""
     sc, loaded = plan.scenario, plan.loaded
     overridden = set(flatten(loaded.pricing_overrides))
     effective = flatten(loaded.pricing.model_dump(exclude_none=True))
@@ -228,4 +236,5 @@ def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
         tiers=tuple(tiers),
         assumptions=Assumptions(model=MODEL_ASSUMPTIONS, pricing=pricing),
         notes=tuple(plan.notes),
+        engine=None if engine == "simpy" else engine,
     )
