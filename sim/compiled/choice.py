@@ -1,14 +1,16 @@
 """``--engine auto|simpy|compiled``: which engine runs a scenario, and why.
 
-Imports no numba (``capsim validate`` and ``--help`` stay light): whether numba can be
-imported is asked of the import system (:func:`numba_available`), and the compiled engine
-itself is imported only by :func:`tier_run_class` when it is chosen.
+Imports no numba (``capsim validate`` and ``--help`` stay light): the compiled engine
+(and numba) is imported only when a run may use it -- :func:`choose_engine` on a scenario
+it covers, to learn whether numba loads; :func:`tier_run_class` when it is chosen.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..config.resolved import LoadedScenario
 from ..core.errors import CapsimError
@@ -39,6 +41,27 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
+def numba_cache_dir() -> str:
+    """Where numba caches the compiled engine: ``$NUMBA_CACHE_DIR`` if set, else
+    ``capsim/numba`` in the user's cache folder (``$XDG_CACHE_HOME``, else ``~/.cache``):
+    a folder the user can write, shared by every worker process (they inherit it)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.environ["NUMBA_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "capsim" / "numba")
+
+
+def _numba_problem() -> str | None:
+    """Why the compiled engine cannot load (None: it can), importing it to find out."""
+    if not numba_available():
+        return "numba is not installed (pip install 'numba>=0.59')"
+    try:
+        from . import engine  # noqa: F401  (numba and the loop, from the cache)
+    except Exception as err:  # noqa: BLE001 - any failure to load means: use SimPy
+        return f"numba cannot be imported ({type(err).__name__}: {err})"
+    return None
+
+
 @dataclass(frozen=True)
 class EngineChoice:
     """The engine a run uses (``"simpy"`` or ``"compiled"``) and why, for the report."""
@@ -57,8 +80,8 @@ def choose_engine(loaded: LoadedScenario, requested: str = "auto") -> EngineChoi
     if requested == "simpy":
         return EngineChoice("simpy", "requested")
     why = uncovered(loaded)
-    if not why and not numba_available():
-        why = ["numba cannot be imported (pip install 'numba>=0.59')"]
+    if not why and (problem := _numba_problem()) is not None:
+        why = [problem]
     if requested == "compiled" and why:
         raise CapsimError("the compiled engine cannot run this scenario: "
                           + "; ".join(why) + " (use --engine auto or simpy)",

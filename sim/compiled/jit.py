@@ -1,7 +1,8 @@
 """numba, imported here only: ``njit`` with the on-disk cache in a folder the user owns.
 
 numba caches compiled functions next to their source by default, which an installed
-package's folder may not allow; :func:`cache_dir` is ``$NUMBA_CACHE_DIR`` if set, else
+package's folder may not allow; the cache
+(:func:`~sim.compiled.choice.numba_cache_dir`) is ``$NUMBA_CACHE_DIR`` if set, else
 ``capsim/numba`` under the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``), set
 before numba is imported so that every worker process of a run shares it.
 """
@@ -9,18 +10,10 @@ before numba is imported so that every worker process of a run shares it.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from .choice import numba_cache_dir
 
-def cache_dir() -> str:
-    """The folder numba caches compiled functions in (set in the environment on import)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return os.environ["NUMBA_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return str(Path(base) / "capsim" / "numba")
-
-
-os.environ.setdefault("NUMBA_CACHE_DIR", cache_dir())
+os.environ.setdefault("NUMBA_CACHE_DIR", numba_cache_dir())
 
 import numba  # noqa: E402
 
