@@ -37,6 +37,13 @@ from . import loop as lp
 from . import policies as po
 
 
+def _columns(fmt: rc.RowFormat, names: tuple[str, ...], rows: int) -> tuple:
+    """The loop's row buffer of a table: a column per name, of the layout's types (the
+    names checked against the layout, as the SimPy model binds its packers)."""
+    fmt.packer(*names)
+    return tuple(np.zeros(rows, dtype=dt) for _, dt in fmt.columns)
+
+
 def _grow_rows(a: np.ndarray, rows: int, fill=0) -> np.ndarray:
     out = np.full((rows, *a.shape[1:]), fill, dtype=a.dtype)
     out[: len(a)] = a
@@ -186,8 +193,8 @@ class CompiledTierRun(TierRun):
             GATE=GATE, AFTER=AFTER, RETRY_ON=RETRY_ON,
             HALF=np.array(self._half_rtt, dtype=np.float64),
             KEY_ACCT=np.array(self._key_account, dtype=np.int64), POOL_OF=POOL_OF,
-            AOI=np.zeros((chunk, lp.AO_NI), dtype=np.int64), AOF=np.zeros((chunk, lp.AO_NF)),
-            QOI=np.zeros((chunk, lp.QO_NI), dtype=np.int64), QOF=np.zeros((chunk, lp.QO_NF)))
+            AO=_columns(rc.ATTEMPT_ROW, lp.ATTEMPT_VALUES, chunk),
+            QO=_columns(rc.REQUEST_ROW, lp.REQUEST_VALUES, chunk))
         G[po.G_NFREE_R], G[po.G_NFREE_C] = n_req, n_conn
         self._day_offset = float(sc.day_offset_s)
         self._set_day_limit()
@@ -195,7 +202,7 @@ class CompiledTierRun(TierRun):
     _ARGS = ("G", "GF", "GS", "EF", "EI", "RF", "RI", "rfree", "CF", "CI", "CR", "cfree",
              "PF", "PI", "AF", "AI", "KF", "KI", "OR", "OI", "LF", "LI", "WF", "WI", "DF",
              "DI", "SF", "SI", "JU", "DT", "DX", "DR", "GATE", "AFTER", "RETRY_ON", "HALF",
-             "KEY_ACCT", "POOL_OF", "AOI", "AOF", "QOI", "QOF")
+             "KEY_ACCT", "POOL_OF", "AO", "QO")
 
     def _args(self) -> list:
         s = self._s
@@ -275,36 +282,15 @@ class CompiledTierRun(TierRun):
     def _move_rows(self, *, full_only: bool) -> None:
         """Hand the loop's rows to the recorder (full chunks only, or all at the end)."""
         s, G = self._s, self._s["G"]
-        chunk = self.rec.chunk_rows
-        n = int(G[po.G_AN])
-        if n and (not full_only or n >= chunk):
-            rows = np.zeros(n, dtype=rc.ATTEMPT_ROW.dtype)
-            ints, floats = s["AOI"][:n], s["AOF"][:n]
-            for name, col in (("request_id", lp.AO_RID), ("attempt", lp.AO_ATTEMPT),
-                              ("source", lp.AO_SOURCE), ("method", lp.AO_METHOD),
-                              ("key", lp.AO_KEY), ("region", lp.AO_REGION),
-                              ("outcome", lp.AO_OUTCOME), ("phantom", lp.AO_PHANTOM)):
-                rows[name] = ints[:, col]
-            for name, col in (("t_send", lp.AO_TSEND), ("t_end", lp.AO_TEND),
-                              ("cu_reserved", lp.AO_RESERVED), ("cu_settled", lp.AO_SETTLED),
-                              ("retry_after_s", lp.AO_RETRY_AFTER),
-                              ("stream_wait_s", lp.AO_WAIT)):
-                rows[name] = floats[:, col]
-            self.rec.attempt_buf += rows.tobytes()
-            G[po.G_AN] = 0
-        n = int(G[po.G_QN])
-        if n and (not full_only or n >= chunk):
-            rows = np.zeros(n, dtype=rc.REQUEST_ROW.dtype)
-            ints, floats = s["QOI"][:n], s["QOF"][:n]
-            for name, col in (("request_id", lp.QO_RID), ("source", lp.QO_SOURCE),
-                              ("method", lp.QO_METHOD), ("key", lp.QO_KEY),
-                              ("outcome", lp.QO_OUTCOME), ("attempts", lp.QO_ATTEMPTS)):
-                rows[name] = ints[:, col]
-            rows["t_first"] = floats[:, lp.QO_TFIRST]
-            rows["t_end"] = floats[:, lp.QO_TEND]
-            self.rec.request_buf += rows.tobytes()
-            G[po.G_QN] = 0
-        self.rec.flush()
+        for attempts, counter, fmt in ((True, po.G_AN, rc.ATTEMPT_ROW),
+                                       (False, po.G_QN, rc.REQUEST_ROW)):
+            n = int(G[counter])
+            if n and (not full_only or n >= self.rec.chunk_rows):
+                cols = s["AO" if attempts else "QO"]
+                self.rec.add_chunk(attempts, {name: col[:n].copy()
+                                              for name, col in zip(fmt.names, cols,
+                                                                   strict=True)})
+                G[counter] = 0
 
     # -- the result ------------------------------------------------------------------
 

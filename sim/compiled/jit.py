@@ -19,4 +19,9 @@ import numba  # noqa: E402
 
 #: Compile once per machine: every function is cached; no fastmath (the rows must be
 #: the SimPy model's, bit for bit), no parallelism (a run is one sequential loop).
-njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+njit = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False,
+                  error_model="numpy")
+#: For the loop's helpers: inlined where they are called (numba's IR inlining), so a call
+#: passes no arrays (a call that does costs reference counting on each).
+njit_inline = numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False,
+                         error_model="numpy", inline="always")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from .jit import njit
+from .jit import njit, njit_inline
 from .policies import (
     AI_NCLOSE,
     C_DEADLINE,
@@ -81,19 +81,21 @@ RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER = range(5)
  R_NF) = range(9)
 (RI_RID, RI_SOURCE, RI_METHOD, RI_KEY, RI_REGION, RI_ATTEMPT, RI_CONN, RI_WID, RI_DAY,
  RI_ACCT, RI_NEXT, RI_NI) = range(12)
-# rows: AOI[n, :] / AOF[n, :] attempts, QOI / QOF requests (the recorder packs them)
-(AO_RID, AO_ATTEMPT, AO_SOURCE, AO_METHOD, AO_KEY, AO_REGION, AO_OUTCOME, AO_PHANTOM,
- AO_NI) = range(9)
-AO_TSEND, AO_TEND, AO_RESERVED, AO_SETTLED, AO_RETRY_AFTER, AO_WAIT, AO_NF = range(7)
-QO_RID, QO_SOURCE, QO_METHOD, QO_KEY, QO_OUTCOME, QO_ATTEMPTS, QO_NI = range(7)
-QO_TFIRST, QO_TEND, QO_NF = range(3)
+# rows: AO, a tuple of the attempt table's columns (numpy arrays of the recorder's
+# types, in this order), QO the request table's; the engine checks the names against
+# the recorder's layout (sim.model.recorder.ATTEMPT_COLUMNS / REQUEST_COLUMNS)
+ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", "t_send",
+                  "t_end", "outcome", "cu_reserved", "cu_settled", "retry_after_s",
+                  "phantom", "stream_wait_s")
+REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
+                  "attempts")
 # G's float twin: GF[GF_*]
 GF_NOW, GF_DAY_LIMIT, GF_NF = range(3)
 # sizes the loop checks room for: GS[GS_*]
 GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_NI = range(6)
 
 
-@njit
+@njit_inline
 def ev_push(EF, EI, G, t, kind, obj):
     """Schedule event ``kind`` of ``obj`` at ``t`` (its seq: the next)."""
     seq = G[G_SEQ]
@@ -117,7 +119,7 @@ def ev_push(EF, EI, G, t, kind, obj):
     G[G_EVN] = n + 1
 
 
-@njit
+@njit_inline
 def ev_pop(EF, EI, G):
     """Remove the earliest event (the heap is not empty)."""
     n = G[G_EVN] - 1
@@ -146,7 +148,7 @@ def ev_pop(EF, EI, G):
         EI[i, 2] = lo
 
 
-@njit
+@njit_inline
 def _release_at(CF, CI, CR, PF, PI, AI, KF, KI, EF, EI, G, GF, c, t):
     """Connection.release_at: the stream is released when the reply arrives at ``t``."""
     CI[c, CI_NREL] = fheap_push(CR[c], CI[c, CI_NREL], t)
@@ -158,7 +160,7 @@ def _release_at(CF, CI, CR, PF, PI, AI, KF, KI, EF, EI, G, GF, c, t):
         _wake_at(PF, EF, EI, G, GF, p, t)
 
 
-@njit
+@njit_inline
 def _wake_at(PF, EF, EI, G, GF, p, t):
     """ClientPool.wake_at: a timeout of ``max(0.0, t - now)``."""
     if t < PF[p, P_WAKE_AT]:
@@ -168,42 +170,42 @@ def _wake_at(PF, EF, EI, G, GF, p, t):
         ev_push(EF, EI, G, now + (d if d > 0.0 else 0.0), EV_WAKE, p)
 
 
-@njit
-def _attempt_row(AOI, AOF, G, RF, RI, r, t_end, outcome, reserved, settled, retry_after,
+@njit_inline
+def _attempt_row(AO, G, RF, RI, r, t_end, outcome, reserved, settled, retry_after,
                  phantom):
     n = G[G_AN]
-    AOI[n, AO_RID] = RI[r, RI_RID]
-    AOI[n, AO_ATTEMPT] = RI[r, RI_ATTEMPT]
-    AOI[n, AO_SOURCE] = RI[r, RI_SOURCE]
-    AOI[n, AO_METHOD] = RI[r, RI_METHOD]
-    AOI[n, AO_KEY] = RI[r, RI_KEY]
-    AOI[n, AO_REGION] = RI[r, RI_REGION]
-    AOI[n, AO_OUTCOME] = outcome
-    AOI[n, AO_PHANTOM] = phantom
-    AOF[n, AO_TSEND] = RF[r, R_TSEND]
-    AOF[n, AO_TEND] = t_end
-    AOF[n, AO_RESERVED] = reserved
-    AOF[n, AO_SETTLED] = settled
-    AOF[n, AO_RETRY_AFTER] = retry_after
-    AOF[n, AO_WAIT] = RF[r, R_WAIT]
+    AO[0][n] = RI[r, RI_RID]
+    AO[1][n] = RI[r, RI_ATTEMPT]
+    AO[2][n] = RI[r, RI_SOURCE]
+    AO[3][n] = RI[r, RI_METHOD]
+    AO[4][n] = RI[r, RI_KEY]
+    AO[5][n] = RI[r, RI_REGION]
+    AO[6][n] = RF[r, R_TSEND]
+    AO[7][n] = t_end
+    AO[8][n] = outcome
+    AO[9][n] = reserved
+    AO[10][n] = settled
+    AO[11][n] = retry_after
+    AO[12][n] = phantom
+    AO[13][n] = RF[r, R_WAIT]
     G[G_AN] = n + 1
 
 
-@njit
-def _request_row(QOI, QOF, G, RF, RI, r, t_end, outcome):
+@njit_inline
+def _request_row(QO, G, RF, RI, r, t_end, outcome):
     n = G[G_QN]
-    QOI[n, QO_RID] = RI[r, RI_RID]
-    QOI[n, QO_SOURCE] = RI[r, RI_SOURCE]
-    QOI[n, QO_METHOD] = RI[r, RI_METHOD]
-    QOI[n, QO_KEY] = RI[r, RI_KEY]
-    QOI[n, QO_OUTCOME] = outcome
-    QOI[n, QO_ATTEMPTS] = RI[r, RI_ATTEMPT]
-    QOF[n, QO_TFIRST] = RF[r, R_TFIRST]
-    QOF[n, QO_TEND] = t_end
+    QO[0][n] = RI[r, RI_RID]
+    QO[1][n] = RI[r, RI_SOURCE]
+    QO[2][n] = RI[r, RI_METHOD]
+    QO[3][n] = RI[r, RI_KEY]
+    QO[4][n] = RF[r, R_TFIRST]
+    QO[5][n] = t_end
+    QO[6][n] = outcome
+    QO[7][n] = RI[r, RI_ATTEMPT]
     G[G_QN] = n + 1
 
 
-@njit
+@njit_inline
 def _free_request(G, rfree, r):
     rfree[G[G_NFREE_R]] = r
     G[G_NFREE_R] += 1
@@ -212,9 +214,9 @@ def _free_request(G, rfree, r):
 @njit
 def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI, KF, KI,
              OR, OI, LF, LI, WF, WI, DF, DI, SF, SI, JU, DT, DX, DR, GATE, AFTER, RETRY_ON,
-             HALF, KEY_ACCT, POOL_OF, AOI, AOF, QOI, QOF):
+             HALF, KEY_ACCT, POOL_OF, AO, QO):
     """Run events until Python must act; returns an ``RC_*`` code (see the module)."""
-    n_out = AOI.shape[0]
+    n_out = AO[0].shape[0]
     n_acct = LF.shape[0]
     n_conn_acct = AI.shape[0]
     ok_code, c430, c434, cwscu = GS[GS_OK], GS[GS_430], GS[GS_434], GS[GS_WS_CU]
@@ -380,9 +382,9 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             c = RI[r, RI_CONN]
             if c >= 0:
                 _release_at(CF, CI, CR, PF, PI, AI, KF, KI, EF, EI, G, GF, c, t_back)
-            _attempt_row(AOI, AOF, G, RF, RI, r, t_back, ok_code, reserve, actual, NAN,
+            _attempt_row(AO, G, RF, RI, r, t_back, ok_code, reserve, actual, NAN,
                          False)
-            _request_row(QOI, QOF, G, RF, RI, r, t_back, ok_code)
+            _request_row(QO, G, RF, RI, r, t_back, ok_code)
             _free_request(G, rfree, r)
             continue
 
@@ -391,7 +393,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
         c = RI[r, RI_CONN]
         if c >= 0:
             _release_at(CF, CI, CR, PF, PI, AI, KF, KI, EF, EI, G, GF, c, t_back)
-        _attempt_row(AOI, AOF, G, RF, RI, r, t_back, outcome, 0.0, 0.0, retry_after,
+        _attempt_row(AO, G, RF, RI, r, t_back, outcome, 0.0, 0.0, retry_after,
                      phantom)
         if RETRY_ON[s, outcome]:
             wait = retry_delay(SF, SI, JU, s, RI[r, RI_ATTEMPT], retry_after)
@@ -402,7 +404,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                 RF[r, R_TSEND] = t_back + wait
                 ev_push(EF, EI, G, now + (RF[r, R_HALF] + wait), EV_SEND, r)
                 continue
-        _request_row(QOI, QOF, G, RF, RI, r, t_back, outcome)
+        _request_row(QO, G, RF, RI, r, t_back, outcome)
         _free_request(G, rfree, r)
     return RC_DONE
 

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .jit import njit
+from .jit import njit_inline
 
 DAY_S = 86_400.0
 _EPS = 1e-9
@@ -75,7 +75,7 @@ def limiter_state_of(lim, n_windows=64, n_days=4):
                          n_windows, n_days)
 
 
-@njit
+@njit_inline
 def lim_open_window(LF, LI, WF, WI, a, start, k):
     wid = LI[a, LI_NWIN]
     LI[a, LI_NWIN] = wid + 1
@@ -94,7 +94,7 @@ def lim_open_window(LF, LI, WF, WI, a, start, k):
     LF[a, L_PEX] = 0.0
 
 
-@njit
+@njit_inline
 def lim_roll(LF, LI, WF, WI, a, now):
     """CULimiter._roll: bring the window up to ``now``; False if none is open."""
     if now < LF[a, L_END]:
@@ -109,7 +109,7 @@ def lim_roll(LF, LI, WF, WI, a, now):
     return False
 
 
-@njit
+@njit_inline
 def lim_roll_day(LF, LI, a, now):
     if now >= LF[a, L_DAYEND]:
         day = int((now + LF[a, L_DAYOFF]) // DAY_S)
@@ -118,7 +118,7 @@ def lim_roll_day(LF, LI, a, now):
         LF[a, L_DAYUSED] = 0.0
 
 
-@njit
+@njit_inline
 def lim_reserve(LF, LI, WF, WI, DF, DI, a, now, cost, actual):
     """CULimiter.reserve: ``(status, window, day, phantom)``."""
     if cost <= 0.0:
@@ -163,7 +163,7 @@ def lim_reserve(LF, LI, WF, WI, DF, DI, a, now, cost, actual):
     return OK, wid, day, False
 
 
-@njit
+@njit_inline
 def lim_settle(LF, LI, WF, WI, DF, DI, a, now, wid, day, reserved, actual):
     """CULimiter.settle of a reservation booked in window ``wid`` on ``day``."""
     if reserved <= 0.0:
@@ -191,7 +191,7 @@ def lim_settle(LF, LI, WF, WI, DF, DI, a, now, wid, day, reserved, actual):
             DI[a, day] = 1
 
 
-@njit
+@njit_inline
 def lim_retry_after(LF, LI, a, now):
     """CULimiter.retry_after: whole seconds (at least 1) to the next window's start."""
     if LI[a, LI_EPOCH]:
@@ -225,7 +225,7 @@ REFUSED = -1.0
 QUEUED = -2.0
 
 
-@njit
+@njit_inline
 def fheap_push(h, n, v):
     """Push ``v`` on the float min-heap ``h[:n]``; returns the new size."""
     i = n
@@ -239,7 +239,7 @@ def fheap_push(h, n, v):
     return n + 1
 
 
-@njit
+@njit_inline
 def fheap_pop(h, n):
     """Pop the smallest of ``h[:n]`` (n > 0); returns the new size."""
     n -= 1
@@ -260,7 +260,7 @@ def fheap_pop(h, n):
     return n
 
 
-@njit
+@njit_inline
 def kheap_push(KF, KI, a, n, deadline, seq, conn):
     """Push ``(deadline, seq, conn)`` on account ``a``'s closing heap of ``n`` entries."""
     i = n
@@ -278,7 +278,7 @@ def kheap_push(KF, KI, a, n, deadline, seq, conn):
     KI[a, i, 1] = conn
 
 
-@njit
+@njit_inline
 def kheap_pop(KF, KI, a, n):
     """Remove the top of account ``a``'s closing heap of ``n`` entries (n > 0)."""
     n -= 1
@@ -305,7 +305,7 @@ def kheap_pop(KF, KI, a, n):
         KI[a, i, 1] = lc
 
 
-@njit
+@njit_inline
 def conn_refresh(CI, CR, c, now):
     """Connection.refresh: release the streams whose replies arrived by ``now``."""
     n = CI[c, CI_NREL]
@@ -316,7 +316,7 @@ def conn_refresh(CI, CR, c, now):
     CI[c, CI_NREL] = n
 
 
-@njit
+@njit_inline
 def schedule_close(CF, CI, AI, KF, KI, a, c):
     """AccountConnections.schedule_close."""
     AI[a, AI_SEQ] += 1
@@ -326,7 +326,7 @@ def schedule_close(CF, CI, AI, KF, KI, a, c):
     CI[c, CI_REFS] += 1
 
 
-@njit
+@njit_inline
 def pool_forget(CI, PI, c):
     p = CI[c, CI_POOL]
     prev, nxt = CI[c, CI_PREV], CI[c, CI_NEXT]
@@ -341,7 +341,7 @@ def pool_forget(CI, PI, c):
     PI[p, PI_NCONNS] -= 1
 
 
-@njit
+@njit_inline
 def conn_free(CI, G, cfree, c):
     """A closed connection no heap entry names any more: its row can be used again."""
     if CI[c, CI_CLOSED] and CI[c, CI_REFS] == 0:
@@ -350,7 +350,7 @@ def conn_free(CI, G, cfree, c):
         CI[c, CI_CLOSED] = 2  # freed (and still closed)
 
 
-@njit
+@njit_inline
 def close_if_idle(CF, CI, CR, PF, PI, AI, KF, KI, G, cfree, a, c, now):
     """AccountConnections.close_if_idle."""
     if CI[c, CI_CLOSED]:
@@ -377,7 +377,7 @@ def close_if_idle(CF, CI, CR, PF, PI, AI, KF, KI, G, cfree, a, c, now):
     return True
 
 
-@njit
+@njit_inline
 def expire(CF, CI, CR, PF, PI, AI, KF, KI, G, cfree, a, now):
     """AccountConnections._expire: the closes due by ``now``."""
     while AI[a, AI_NCLOSE] > 0 and KF[a, 0] <= now:
@@ -394,7 +394,7 @@ def expire(CF, CI, CR, PF, PI, AI, KF, KI, G, cfree, a, now):
         close_if_idle(CF, CI, CR, PF, PI, AI, KF, KI, G, cfree, a, c, now)
 
 
-@njit
+@njit_inline
 def try_open(CF, CI, CR, PF, PI, AF, AI, KF, KI, OR, OI, G, cfree, a, host, now):
     """AccountConnections.try_open: admit a new connection to ``host`` or refuse it."""
     expire(CF, CI, CR, PF, PI, AI, KF, KI, G, cfree, a, now)
@@ -423,7 +423,7 @@ def try_open(CF, CI, CR, PF, PI, AF, AI, KF, KI, OR, OI, G, cfree, a, host, now)
     return True
 
 
-@njit
+@njit_inline
 def stream_on(CF, CI, PF, p, c, now):
     """ClientPool._stream_on: a stream on ``c`` for a request sent at ``now``."""
     CI[c, CI_ACTIVE] += 1
@@ -436,7 +436,7 @@ def stream_on(CF, CI, PF, p, c, now):
     return start
 
 
-@njit
+@njit_inline
 def pool_acquire(CF, CI, CR, PF, PI, AF, AI, KF, KI, OR, OI, G, cfree, p, now):
     """ClientPool.acquire: ``(send time, connection)``, or ``(QUEUED or REFUSED, -1)``."""
     a = PI[p, PI_ACCT]
@@ -492,7 +492,7 @@ def pool_acquire(CF, CI, CR, PF, PI, AF, AI, KF, KI, OR, OI, G, cfree, p, now):
     return QUEUED, -1
 
 
-@njit
+@njit_inline
 def earliest_release(CI, CR, PI, p, default):
     """The earliest known release of the pool's connections (``default`` if none)."""
     best = default
@@ -506,7 +506,7 @@ def earliest_release(CI, CR, PI, p, default):
     return best, found
 
 
-@njit
+@njit_inline
 def refresh_pool(CI, CR, PI, p, now):
     c = PI[p, PI_HEAD]
     while c >= 0:
@@ -524,7 +524,7 @@ RETRY_KINDS = ("none", "fixed", "exponential", "retry-after", "immediate")
 MAX_DOUBLINGS = 60
 
 
-@njit
+@njit_inline
 def next_uniform(SI, JU, s):
     """The next draw of source ``s``'s jitter block (the caller keeps one in stock)."""
     i = SI[s, SI_JI]
@@ -532,7 +532,7 @@ def next_uniform(SI, JU, s):
     return JU[s, i]
 
 
-@njit
+@njit_inline
 def backoff_s(SF, SI, JU, s, n, retry_after):
     """sim.policy.retry.backoff_s for source ``s``'s policy (``retry_after`` NaN: none)."""
     kind = SI[s, SI_KIND]
@@ -547,7 +547,7 @@ def backoff_s(SF, SI, JU, s, n, retry_after):
     return next_uniform(SI, JU, s) * (wait if wait < cap else cap)
 
 
-@njit
+@njit_inline
 def retry_delay(SF, SI, JU, s, attempt, retry_after):
     """RetryDecider.delay: seconds before attempt ``attempt + 1``, or -1.0 to give up."""
     if SI[s, SI_KIND] == KIND_NONE or attempt >= SI[s, SI_MAX_ATTEMPTS]:
@@ -560,7 +560,7 @@ def retry_delay(SF, SI, JU, s, attempt, retry_after):
     return backoff_s(SF, SI, JU, s, attempt, retry_after)
 
 
-@njit
+@njit_inline
 def pace_delay(SF, s, now, cost):
     """TokenBucket.delay: take ``cost`` tokens at ``now``; the seconds to wait."""
     if cost <= 0.0:
