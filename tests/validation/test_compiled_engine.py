@@ -6,17 +6,23 @@ midnight with a daily allowance, 430s from the connection cap and the open rate,
 queueing for streams, HTTP/1.1 without reuse, unknown keys, retry budgets, pacing,
 several accounts). Rows are compared as the spooled Parquet files, with pandas
 ``.equals`` (NaN equal to NaN, every bit of every float otherwise), and so are the
-limiter's windows, the daily ledger, the connection figures and the run's end.
+limiter's windows, the daily ledger, the connection figures and the run's end. And
+``capsim run`` writes the same report folder with either engine (but for the line and
+the summary key that name the engine), and the default scenario, which the compiled
+engine does not cover, byte for byte what ``--engine simpy`` writes under ``auto``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from scenarios import poisson_source, scenario_text
 
+from sim.cli.main import main
 from sim.compiled.choice import uncovered
 from sim.config.resolved import load
 from sim.core.vocabulary import CONN_430, HTTP_434, OK, PAY_402, RPC_32005
@@ -192,3 +198,61 @@ def test_stress_scenarios_identical_rows(name, tmp_path):
         assert HTTP_434 in out or OK in out
     elif name == "several-accounts":
         assert CONN_430 in out and len(set(a["key"].tolist())) == 3
+
+
+def _report_files(folder: Path) -> dict[str, object]:
+    """A report folder's files as comparable values: Parquet as frames, summary.json
+    without its ``engine`` key, reports without the line naming the engine."""
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = str(path.relative_to(folder))
+        if path.suffix == ".parquet":
+            out[rel] = pd.read_parquet(path)
+        elif path.name == "summary.json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            data.pop("engine", None)
+            out[rel] = data
+        elif path.suffix in (".md", ".html"):
+            out[rel] = path.read_text(encoding="utf-8").replace(
+                ", compiled engine (the SimPy model's rows)", "")
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def _same_folders(a: Path, b: Path) -> None:
+    fa, fb = _report_files(a), _report_files(b)
+    assert sorted(fa) == sorted(fb)
+    for rel, value in fa.items():
+        if isinstance(value, pd.DataFrame):
+            assert value.equals(fb[rel]), rel
+        else:
+            assert value == fb[rel], rel
+
+
+def _capsim_run(*args: str) -> None:
+    done = CliRunner().invoke(main, ["run", "-q", *args], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+
+
+def test_capsim_run_writes_the_same_report_with_either_engine(tmp_path):
+    scenario = str(ROOT / "workloads" / "mixed-bundle.toml")
+    for engine in ("simpy", "compiled"):
+        _capsim_run(scenario, "--set", "duration=600", "--engine", engine,
+                    "--out", str(tmp_path / engine))
+    summary = json.loads((tmp_path / "compiled" / "summary.json").read_text())
+    assert summary["engine"] == "compiled"
+    assert "engine" not in json.loads((tmp_path / "simpy" / "summary.json").read_text())
+    _same_folders(tmp_path / "simpy", tmp_path / "compiled")
+
+
+def test_capsim_run_of_the_default_scenario_auto_is_the_simpy_model(tmp_path):
+    """The default scenario has closed-loop workers and websockets: auto runs SimPy and
+    writes exactly what --engine simpy writes (byte for byte, summary included)."""
+    for engine in ("simpy", "auto"):
+        _capsim_run("--set", "duration=60", "--tier", "RPC", "--tier", "Streams",
+                    "--engine", engine, "--out", str(tmp_path / engine))
+    for name in ("summary.json", "report.md"):
+        assert (tmp_path / "auto" / name).read_bytes() == \
+            (tmp_path / "simpy" / name).read_bytes()
+    _same_folders(tmp_path / "simpy", tmp_path / "auto")
