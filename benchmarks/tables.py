@@ -67,6 +67,30 @@ def engine(f: dict) -> list[str]:
     return out
 
 
+def compiled(f: dict) -> list[str]:
+    rows = [
+        ["bare SimPy loop (a process per request), requests / CPU-s",
+         f["bare_requests_per_cpu_s"], 1.0, None],
+        ["SimPy model, attempts / CPU-s", f["model_attempts_per_cpu_s"], f["ratio_model"],
+         1.0],
+        ["compiled engine, demand handed in, attempts / CPU-s",
+         f["compiled_attempts_per_cpu_s"], f["ratio_compiled"], f["compiled_over_model"]],
+        ["compiled engine, drawing its demand, attempts / CPU-s",
+         f["compiled_with_draw_attempts_per_cpu_s"], f["ratio_compiled_with_draw"], None],
+    ]
+    out = [f"Scenario `{f['scenario']}`, {f['duration_s']:g} s simulated, {f['tiers']} "
+           f"tier(s), {f['requests']:,} requests, {f['attempts']:,} attempts (the same on "
+           f"both engines), medians of {f['repeat']} repeats on a shared machine: read the "
+           f"ratios. Drawing the demand alone: {_cell(f['demand_draw_cpu_s'])} CPU-s.", ""]
+    out += table(["figure", "value", "÷ bare loop (same run)", "÷ SimPy model"], rows)
+    if "compile_cpu_s" in f:
+        out += ["", f"Compile (a fresh process, empty numba cache, a 10-second run): "
+                f"{_cell(f['compile_cpu_s'])} CPU-s, {_cell(f['compile_wall_s'])} s wall; "
+                f"the same from the cache: {_cell(f['cached_cpu_s'])} CPU-s, "
+                f"{_cell(f['cached_wall_s'])} s wall (whole processes, imports included)."]
+    return out
+
+
 def ws_publish(f: dict) -> list[str]:
     rows = [["streams on", f["events_streams_on"], f["attempts_streams_on"],
              f["cpu_s_streams_on"]],
@@ -326,6 +350,11 @@ BENCHMARKS = [
               "scenario), with and without its websocket clients, against a bare SimPy loop "
               "and the SimPy floor run over the same arrival times in the same repeat; "
               "`--breakdown` adds the least work per attempt, piece by piece.", engine),
+    Benchmark("compiled", "Compiled engine speed", "bench_compiled.py",
+              "Attempts per CPU-second of the compiled engine (`--engine compiled`) and of the "
+              "SimPy model on the default scenario's open-loop demand, against a bare SimPy "
+              "loop over the same arrival times in the same repeat; compile and cache-load "
+              "times.", compiled),
     Benchmark("ws_publish", "Websocket publishing", "bench_ws_publish.py",
               "SimPy events and CPU of every tier's run, with the scenario's websocket clients "
               "and without them.", ws_publish),

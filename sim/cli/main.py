@@ -177,10 +177,16 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
                    "per tier, the share meeting the SLO and 95 % intervals, and how "
                    "often the recommendation held. The recommendation, tables and "
                    "records stay replication 0's, the plain run's.")
+@click.option("--engine", type=click.Choice(["auto", "simpy", "compiled"]), default="auto",
+              show_default=True,
+              help="auto: the compiled (numba) engine where it covers every feature of the "
+                   "scenario (not closed-loop workers or websockets), else the SimPy "
+                   "model, saying why on stderr; both write the same rows. compiled on a "
+                   "scenario it does not cover is an error.")
 @set_option()
 @size_options
 def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, with_headroom,
-        records, robust, calibration, replications, overrides, max_requests):
+        records, robust, calibration, replications, engine, overrides, max_requests):
     """Simulate SCENARIO (default: the built-in one) against every tier and write a report.
 
     Writes summary.json, requests.parquet, windows.parquet, report.md, report.html and
@@ -189,6 +195,7 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
     --out must be missing, empty or a capsim report; one run at a time per folder.
     """
     from ..api import run as run_scenario
+    from ..compiled.choice import choose_engine
     from ..report.folder import ReportFolder
     from ..report.how_sure import verdict_line
     from ..report.markdown import margin_sentence, p99_notes, tier_table
@@ -208,6 +215,9 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
         robust = True
     loaded = _load(scenario, overrides, seed, tiers)
     _check_size(loaded, max_requests, dask_local or jobs, replications)
+    chosen = choose_engine(loaded, engine)
+    if not quiet:
+        click.echo(f"engine: {chosen.engine} ({chosen.reason})", err=True)
     sc = loaded.scenario
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
@@ -216,7 +226,7 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
     # run is writing, fails now rather than after the run.
     with ReportFolder(out_dir) as claimed, _executor(jobs, dask_scheduler, dask_local) as pool:
         result = run_scenario(loaded, jobs=jobs, progress=progress, records=records,
-                              replications=replications,
+                              replications=replications, engine=chosen.engine,
                               replication_progress=None if quiet else _replication_progress,
                               executor=pool)
         if not quiet:

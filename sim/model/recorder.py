@@ -139,6 +139,17 @@ class Recorder:
         if len(self.request_buf) >= self.request_chunk_bytes:
             self._flush_requests()
 
+    def add_chunk(self, attempts: bool, chunk: dict[str, np.ndarray]) -> None:
+        """Hand on a chunk of rows already in columns (a writer that builds columns, as
+        the compiled engine does): exactly what :meth:`flush` does with a buffer of the
+        same rows -- ``on_chunk`` first for attempts, then the sink. The chunk holds
+        :attr:`chunk_rows` rows (fewer only for a table's last) and every column of its
+        layout in the layout's types; the byte buffers must be empty."""
+        assert not (self.attempt_buf if attempts else self.request_buf)
+        if attempts and self._on_chunk is not None:
+            self._on_chunk(chunk)
+        (self.attempt_sink if attempts else self.request_sink).write(chunk)
+
     def handshake(self, source, method, key, region, t, outcome, cu, retry_after) -> None:
         """Record one websocket handshake: an attempt row sent and answered at ``t``,
         reserving and settling ``cu``. Handshake rows follow every other attempt row and

@@ -254,7 +254,8 @@ def render(summary: RunSummary, plots: list[str]) -> str:
         f"{slo.max_failure_rate:.2%}, p99 latency ≤ {slo.p99_latency_ms:,.0f} ms"
         + (", daily allowance lasts ≥ 24 h at this rate" if slo.allowance_must_last_day
            else ""),
-        f"- capsim {summary.capsim_version}",
+        f"- capsim {summary.capsim_version}"
+        + (f", {summary.engine} engine (the SimPy model's rows)" if summary.engine else ""),
         f"- API keys shown as pseudonyms (HMAC-SHA256; secret: "
         f"{summary.pseudonym_secret or 'unknown'})",
         "",

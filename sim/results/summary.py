@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_serializer
 
@@ -347,12 +348,17 @@ class RunSummary(_Frozen):
     replications: ReplicationsSummary | None = None
     """``capsim run --replications N`` (N > 1): the tiers and the recommendation across
     the replications (:mod:`sim.results.replications`); absent from the JSON otherwise."""
+    engine: Literal["compiled"] | None = None
+    """The engine that ran, when not the SimPy model (``capsim run --engine``: both give
+    the same rows); absent from the JSON for the SimPy model."""
 
     @model_serializer(mode="wrap")
     def _omit_absent_replications(self, handler):
         data = handler(self)
         if self.replications is None:
             data.pop("replications", None)
+        if self.engine is None:
+            data.pop("engine", None)
         return data
 
     def tier(self, name: str) -> TierSummary:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..compiled.choice import choose_engine, tier_run_class
 from ..config.pricing import default_pricing_table, flatten
 from ..config.resolved import LoadedScenario
 from ..config.tiers import Tier
@@ -35,7 +36,7 @@ from ..metrics.figures import recommend, tier_summary
 from ..metrics.spool_totals import RequestTotals
 from ..metrics.tables import latency_table, slots_frame, streams_frame, windows_frame
 from ..model import recorder as rc
-from ..model.engine import TierResult, TierRun
+from ..model.engine import TierResult
 from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from ..workload.demand import Plan, build_plan
 from ..workload.demand_spool import SpooledPlan, spool_demand
@@ -106,14 +107,15 @@ def tier_parts(result: TierResult, plan: Plan) -> TierParts:
                      slots_frame(result))
 
 
-def _run_tier(plan: Plan, tier: Tier, spool: str) -> tuple[TierResult, TierParts]:
+def _run_tier(plan: Plan, tier: Tier, spool: str,
+              engine: str = "simpy") -> tuple[TierResult, TierParts]:
     _check_reachable(plan, spool)
-    result = TierRun(plan, tier, spool=spool).run()
+    result = tier_run_class(engine)(plan, tier, spool=spool).run()
     return result, tier_parts(result, plan)
 
 
-def _run_tier_item(item: tuple[int, Plan, Tier, str]) -> tuple[TierResult, TierParts]:
-    """:func:`_run_tier` of an executor's item ``(index, plan, tier, spool)``."""
+def _run_tier_item(item: tuple[int, Plan, Tier, str, str]) -> tuple[TierResult, TierParts]:
+    """:func:`_run_tier` of an executor's item ``(index, plan, tier, spool, engine)``."""
     return _run_tier(*item[1:])
 
 
@@ -128,7 +130,7 @@ def _check_reachable(plan: Plan, spool: str) -> None:
             "path (point TMPDIR at a folder they share)", field="--dask-scheduler")
 
 
-def _tier_results(items: list[tuple[int, Plan, Tier, str]], jobs: int, executor
+def _tier_results(items: list[tuple[int, Plan, Tier, str, str]], jobs: int, executor
                   ) -> Iterator[tuple[TierResult, TierParts]]:
     """Each tier's result and parts, in tier order, computed in ``executor`` (any
     :class:`sim.jobs.executors.Executor`) or, if None, a local pool of ``jobs`` processes."""
@@ -149,7 +151,7 @@ def _tier_results(items: list[tuple[int, Plan, Tier, str]], jobs: int, executor
 
 def run(loaded: LoadedScenario, *, jobs: int = 1,
         progress: Callable[[Tier, float], None] | None = None,
-        records: str = "attempts", executor=None) -> RunOutput:
+        records: str = "attempts", executor=None, engine: str = "auto") -> RunOutput:
     """Simulate ``loaded`` against each of its tiers; ``progress(tier, sim_time)`` as it goes.
 
     Attempt rows are spooled to Parquet files as the tiers run (memory stays flat in run
@@ -159,9 +161,13 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
     parallel, and with ``records="attempts"`` the parent writes ``requests.parquet``
     (into the spool folder) tier by tier as they finish, while later tiers still
     simulate; a report copies it. The output is the same whichever runs the tiers.
+    ``engine`` (``auto``, ``simpy`` or ``compiled``: :func:`sim.compiled.choice.choose_engine`)
+    picks the engine; the same rows either way, and ``summary.engine`` says which ran.
     """
     if records not in RECORDS:
         raise ValueError(f"records must be one of {', '.join(RECORDS)}, not {records!r}")
+    chosen = choose_engine(loaded, engine).engine
+    tier_run = tier_run_class(chosen)
     folder = spool_folder()
     plan = shared_plan(build_plan(loaded), folder.name, len(loaded.tiers))
     spools = [str(Path(folder.name) / f"tier{i}") for i in range(len(loaded.tiers))]
@@ -170,7 +176,7 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         writer = (RequestsWriter(Path(folder.name) / "requests.parquet", plan, names)
                   if records == "attempts" else None)
         results, parts = [], []
-        items = [(i, plan, tier, spool)
+        items = [(i, plan, tier, spool, chosen)
                  for i, (tier, spool) in enumerate(zip(loaded.tiers, spools, strict=True))]
         with writer or nullcontext():
             for i, (result, part) in enumerate(_tier_results(items, jobs, executor)):
@@ -181,15 +187,15 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
                 if writer is not None:
                     writer.add_tier(i, result)
             written = None if writer is None else (writer.path, writer.close())
-        out = assemble(plan, results, folder, parts=parts, written=written)
+        out = assemble(plan, results, folder, parts=parts, written=written, engine=chosen)
     else:
         results = []
         for tier, spool in zip(loaded.tiers, spools, strict=True):
             cb = (lambda now, tier=tier: progress(tier, now)) if progress else None
-            results.append(TierRun(plan, tier, cb, spool=spool).run())
+            results.append(tier_run(plan, tier, cb, spool=spool).run())
             if progress:
                 progress(tier, loaded.scenario.duration_s)
-        out = assemble(plan, results, folder)
+        out = assemble(plan, results, folder, engine=chosen)
     out.records_mode = records
     return out
 
@@ -205,7 +211,7 @@ def shared_plan(plan: Plan, folder: str, tiers: int) -> Plan:
 
 def assemble(plan: Plan, results: list[TierResult], folder=None,
              parts: list[TierParts] | None = None,
-             written: tuple[Path, int] | None = None) -> RunOutput:
+             written: tuple[Path, int] | None = None, engine: str = "simpy") -> RunOutput:
     """Summaries and frames from the tiers' results (``folder``: their spool folder;
     ``parts``: their :class:`TierParts` if already computed; ``written``: their
     ``requests.parquet`` if already written, and its rows)."""
@@ -224,7 +230,7 @@ def assemble(plan: Plan, results: list[TierResult], folder=None,
         if len(frame.columns):
             frame["tier"] = pd.Categorical(frame["tier"].astype(str), categories=names)
     records = AttemptRecords(plan, results, folder, written=written)
-    return RunOutput(summary_document(plan, [p.summary for p in parts]), records,
+    return RunOutput(summary_document(plan, [p.summary for p in parts], engine), records,
                      windows, latencies, streams, slots, minutes, refused)
 
 
@@ -252,8 +258,10 @@ def _limiter_settings(sc) -> dict:
     return settings
 
 
-def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
-    """The whole ``summary.json``: provenance, assumptions, tiers, recommendation."""
+def summary_document(plan: Plan, tiers: list[TierSummary], engine: str = "simpy"
+                     ) -> RunSummary:
+    """The whole ``summary.json``: provenance, assumptions, tiers, recommendation
+    (``engine``: recorded unless it is the SimPy model, so its summaries stay as they were)."""
     sc, loaded = plan.scenario, plan.loaded
     overridden = set(flatten(loaded.pricing_overrides))
     effective = flatten(loaded.pricing.model_dump(exclude_none=True))
@@ -278,4 +286,5 @@ def summary_document(plan: Plan, tiers: list[TierSummary]) -> RunSummary:
         tiers=tuple(tiers),
         assumptions=Assumptions(model=MODEL_ASSUMPTIONS, pricing=pricing),
         notes=tuple(plan.notes),
+        engine=None if engine == "simpy" else engine,
     )

@@ -25,7 +25,8 @@ SIM = next(d / "sim" for d in Path(__file__).resolve().parents
 
 # The floors, bottom first: each names folders of sim/ (or a loose module).
 LAYERS: list[tuple[str, ...]] = [
-    ("core",), ("results",), ("config",), ("policy",), ("workload", "traces"), ("model",),
+    ("core",), ("results",), ("config",), ("policy",), ("workload", "traces"),
+    ("model", "compiled"),
     ("metrics",), ("runner",), ("report",), ("api",),
     ("jobs", "regression", "calibration", "live"), ("cli",), ("__init__",),
 ]

@@ -26,7 +26,8 @@ from sim.traces.schema import DEFAULT_CHUNK_ROWS
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads"
 DEFAULT = ROOT / "sim" / "data" / "default.toml"
-HEAVY = ("pandas", "pyarrow", "matplotlib", "simpy", "scipy")
+# numba: the compiled engine loads it when a run uses it, never a light command
+HEAVY = ("pandas", "pyarrow", "matplotlib", "simpy", "scipy", "numba", "llvmlite")
 # What each subcommand module pulls in (asyncio for the live commands, the regression
 # gate's summary models, the trace importers).
 SUBCOMMANDS = tuple(sorted({c.module for c in LAZY_COMMANDS.values()})) + ("asyncio",)
@@ -86,6 +87,9 @@ def test_validate_loads_no_simulator_table_plot_or_subcommand(scenario):
     ("sim.config.distributions", ("numpy", "sim.config.scenario")),
     ("sim.config.scenario", ("numpy",)),
     ("sim.results.catalogue", ("sim.results.summary",)),
+    # the engine is chosen without numba; it is imported only by a compiled run
+    ("sim.compiled.choice", ("numba", "sim.compiled.engine")),
+    ("sim.runner.run", ("numba", "sim.compiled.engine")),
 ])
 def test_module_alone_loads_only_what_it_needs(module, absent):
     code = (f"import json, sys, {module}; "

@@ -1,0 +1,168 @@
+"""The compiled engine against a bare SimPy loop and the SimPy model, same run; its
+compile and cache-load times.
+
+    python3 benchmarks/bench_compiled.py [--duration S] [--tier NAME]... [--repeat N]
+        [--no-compile-time]
+
+Demand: the default scenario's open-loop sources (its closed-loop workers and websocket
+clients left out: the compiled engine does not run them), every tier unless ``--tier``.
+In each repeat and for each tier, in turn: the bare SimPy loop of ``bench_engine.py``
+over the same arrival times, the SimPy model (``TierRun``) and the compiled engine
+(``CompiledTierRun``) on the same demand, drawn before the clock starts and handed in
+(the demand draw is the same Python code for both, measured on its own), and the
+compiled engine again drawing its demand as a run does. Both engines' attempt counts
+must agree (their rows are held equal by tests/validation/test_compiled_engine.py).
+
+Compile and cache-load times: a fresh process compiles the engine into an empty numba
+cache folder and runs a 10-second scenario; a second fresh process does the same from
+that cache (CPU and wall seconds of each whole process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from bench_engine import bare_loop
+from results import add_json_option, write
+
+from sim.compiled.engine import CompiledTierRun
+from sim.config.resolved import load
+from sim.config.tiers import find_tier
+from sim.model.engine import TierRun
+from sim.workload.demand import build_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def open_loop_default(duration: float):
+    """The default scenario without its closed-loop workers and websocket clients."""
+    loaded = load(None, [f"duration={duration}", "streams=[]"])
+    sc = loaded.scenario
+    sc = sc.model_copy(update={"sources": [s for s in sc.sources if s.workers is None]})
+    return replace(loaded, scenario=sc)
+
+
+def handed_in(plan, blocks):
+    """``plan`` with its demand blocks already drawn (each run gets the same list)."""
+    plan = replace(plan)
+    plan.demand_blocks = lambda *a, **k: iter(blocks)
+    return plan
+
+
+def cpu_of(engine, plan, tier) -> tuple[float, int]:
+    start = time.process_time()
+    result = engine(plan, tier).run()
+    cpu = time.process_time() - start
+    return cpu, len(result.attempt_sink.read(["outcome"])["outcome"])
+
+
+COMPILE_CHILD = """
+import resource, time, sys
+t0 = time.perf_counter()
+from sim.config.resolved import load
+from sim.workload.demand import build_plan
+from sim.compiled.engine import CompiledTierRun
+loaded = load(None, ["duration=10", "streams=[]"])
+sc = loaded.scenario
+sc = sc.model_copy(update={"sources": [s for s in sc.sources if s.workers is None]})
+from dataclasses import replace
+loaded = replace(loaded, scenario=sc)
+CompiledTierRun(build_plan(loaded), loaded.tiers[0]).run()
+r = resource.getrusage(resource.RUSAGE_SELF)
+print("TIMES", r.ru_utime + r.ru_stime, time.perf_counter() - t0)
+"""
+
+
+def compile_times() -> dict[str, float]:
+    """CPU and wall seconds of a fresh process compiling the engine, then of one loading
+    it from the cache the first wrote."""
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+        for label in ("compile", "cached"):
+            done = subprocess.run([sys.executable, "-c", COMPILE_CHILD], env=env, cwd=ROOT,
+                                  capture_output=True, text=True, check=True)
+            cpu, wall = (float(x) for x in done.stdout.split("TIMES")[-1].split())
+            out[f"{label}_cpu_s"], out[f"{label}_wall_s"] = round(cpu, 2), round(wall, 2)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=3600.0)
+    parser.add_argument("--tier", action="append", default=[])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-compile-time", action="store_true")
+    add_json_option(parser, "compiled")
+    args = parser.parse_args()
+    loaded = open_loop_default(args.duration)
+    tiers = [find_tier(t, loaded.tiers) for t in args.tier] or list(loaded.tiers)
+    plan = build_plan(loaded)
+    start = time.process_time()
+    blocks = list(plan.demand_blocks())
+    draw_cpu = time.process_time() - start
+    times = np.concatenate([b.t for b in blocks]).tolist()
+    CompiledTierRun(handed_in(plan, blocks[:1]), tiers[0]).run()  # load from the cache
+    load_before = os.getloadavg()
+    rows = []
+    for _ in range(args.repeat):
+        cpu = [0.0, 0.0, 0.0, 0.0]
+        n_model = n_comp = 0
+        for tier in tiers:
+            cpu[0] += bare_loop(times)
+            c, n = cpu_of(TierRun, handed_in(plan, blocks), tier)
+            cpu[1], n_model = cpu[1] + c, n_model + n
+            c, n = cpu_of(CompiledTierRun, handed_in(plan, blocks), tier)
+            cpu[2], n_comp = cpu[2] + c, n_comp + n
+            c, _ = cpu_of(CompiledTierRun, build_plan(loaded), tier)
+            cpu[3] += c
+        assert n_model == n_comp, (n_model, n_comp)
+        k = len(tiers) * len(times)
+        bare, model, comp, comp_draw = (k / cpu[0], n_model / cpu[1], n_comp / cpu[2],
+                                        n_comp / cpu[3])
+        rows.append((bare, model, comp, comp_draw, model / bare, comp / bare,
+                     comp_draw / bare, comp / model))
+    med = [statistics.median(c) for c in zip(*rows, strict=True)]
+    load_after = os.getloadavg()
+    bare, model, comp, comp_draw, r_model, r_comp, r_comp_draw, r_vs_model = med
+    print(f"default scenario's open-loop demand, {args.duration:.0f} s, {len(tiers)} tier(s), "
+          f"{len(times):,} requests; median of {args.repeat}; load average "
+          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after (a shared machine)")
+    print(f"bare SimPy loop               : {bare:12,.0f} requests / CPU-s")
+    print(f"SimPy model                   : {model:12,.0f} attempts / CPU-s  ratio {r_model:6.2f}")
+    print(f"compiled, demand handed in    : {comp:12,.0f} attempts / CPU-s  ratio {r_comp:6.2f}"
+          f"  ({r_vs_model:.2f}x the model)")
+    print(f"compiled, drawing its demand  : {comp_draw:12,.0f} attempts / CPU-s  ratio "
+          f"{r_comp_draw:6.2f}")
+    print(f"demand draw alone             : {draw_cpu:.3f} CPU-s for {len(times):,} requests")
+    figures = {
+        "scenario": "default, open-loop sources only", "duration_s": args.duration,
+        "tiers": len(tiers), "repeat": args.repeat, "requests": len(times),
+        "attempts": n_comp,
+        "bare_requests_per_cpu_s": round(bare), "model_attempts_per_cpu_s": round(model),
+        "compiled_attempts_per_cpu_s": round(comp),
+        "compiled_with_draw_attempts_per_cpu_s": round(comp_draw),
+        "ratio_model": round(r_model, 3), "ratio_compiled": round(r_comp, 3),
+        "ratio_compiled_with_draw": round(r_comp_draw, 3),
+        "compiled_over_model": round(r_vs_model, 3), "demand_draw_cpu_s": round(draw_cpu, 3),
+    }
+    if not args.no_compile_time:
+        times_ = compile_times()
+        print(f"compile (empty cache, fresh process): {times_['compile_cpu_s']} CPU-s, "
+              f"{times_['compile_wall_s']} s wall; from the cache: {times_['cached_cpu_s']} "
+              f"CPU-s, {times_['cached_wall_s']} s wall (whole processes, imports included)")
+        figures.update(times_)
+    write(args.json, "compiled", figures, load_before=round(load_before[0], 2))
+
+
+if __name__ == "__main__":
+    main()

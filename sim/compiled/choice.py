@@ -1,0 +1,102 @@
+"""``--engine auto|simpy|compiled``: which engine runs a scenario, and why.
+
+Imports no numba (``capsim validate`` and ``--help`` stay light): the compiled engine
+(and numba) is imported only when a run may use it -- :func:`choose_engine` on a scenario
+it covers, to learn whether numba loads; :func:`tier_run_class` when it is chosen.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config.resolved import LoadedScenario
+from ..core.errors import CapsimError
+
+ENGINES = ("auto", "simpy", "compiled")
+#: The largest open rate the compiled engine keeps a ring of opens for.
+MAX_OPENS_PER_S = 1 << 16
+
+
+def uncovered(loaded: LoadedScenario) -> list[str]:
+    """What in ``loaded`` the compiled engine does not run (empty: it runs it all)."""
+    sc = loaded.scenario
+    why = []
+    closed = [s.name for s in sc.sources if s.workers is not None]
+    if closed:
+        why.append(f"closed-loop workers (sources {', '.join(closed)})")
+    if sc.streams:
+        why.append("websocket streams ([[streams]])")
+    if sc.limiter.kind != "fixed-window":
+        why.append(f"the {sc.limiter.kind} limiter")
+    if sc.http_limits.max_new_connections_per_s > MAX_OPENS_PER_S:
+        why.append(f"max_new_connections_per_s above {MAX_OPENS_PER_S}")
+    return why
+
+
+def numba_available() -> bool:
+    """Whether numba can be found (without importing it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def numba_cache_dir() -> str:
+    """Where numba caches the compiled engine: ``$NUMBA_CACHE_DIR`` if set, else
+    ``capsim/numba`` in the user's cache folder (``$XDG_CACHE_HOME``, else ``~/.cache``):
+    a folder the user can write, shared by every worker process (they inherit it)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.environ["NUMBA_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "capsim" / "numba")
+
+
+def _numba_problem() -> str | None:
+    """Why the compiled engine cannot load (None: it can), importing it to find out."""
+    if not numba_available():
+        return "numba is not installed (pip install 'numba>=0.59')"
+    try:
+        from . import engine  # noqa: F401  (numba and the loop, from the cache)
+    except Exception as err:  # noqa: BLE001 - any failure to load means: use SimPy
+        return f"numba cannot be imported ({type(err).__name__}: {err})"
+    return None
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine a run uses (``"simpy"`` or ``"compiled"``) and why, for the report."""
+
+    engine: str
+    reason: str
+
+
+def choose_engine(loaded: LoadedScenario, requested: str = "auto") -> EngineChoice:
+    """The engine for ``loaded``: ``compiled`` where it covers every feature of the
+    scenario and numba is there (``auto``), else SimPy with the reason. ``compiled`` on a
+    scenario it does not cover is a :class:`CapsimError`."""
+    if requested not in ENGINES:
+        raise CapsimError(f"unknown engine {requested!r}; expected one of "
+                          f"{', '.join(ENGINES)}", field="engine")
+    if requested == "simpy":
+        return EngineChoice("simpy", "requested")
+    why = uncovered(loaded)
+    if not why and (problem := _numba_problem()) is not None:
+        why = [problem]
+    if requested == "compiled" and why:
+        raise CapsimError("the compiled engine cannot run this scenario: "
+                          + "; ".join(why) + " (use --engine auto or simpy)",
+                          file=loaded.path, field="engine")
+    if why:
+        return EngineChoice("simpy", "the compiled engine does not cover " + "; ".join(why))
+    return EngineChoice("compiled", "covers every feature of the scenario")
+
+
+def tier_run_class(engine: str):
+    """The class that runs one tier with ``engine`` (``"simpy"`` or ``"compiled"``)."""
+    if engine == "compiled":
+        from .engine import CompiledTierRun
+
+        return CompiledTierRun
+    from ..model.engine import TierRun
+
+    return TierRun

@@ -1,0 +1,410 @@
+"""The compiled event loop: :class:`sim.model.engine.TierRun`'s open-loop lifecycle, step
+for step, over struct-of-arrays state.
+
+One heap of ``(time, seq)`` events, ``seq`` taken in the order the SimPy model schedules
+(SimPy breaks equal-time ties by its event id, which is that order): the feeder's wake
+(``FEED``), a request's first send, send, paced send, arrival at the service, completion
+and 430 reply, and a client pool's wake. Each handler is the model's method of the same
+name with its float expressions written as the model writes them
+(``now + (start - now + half_rtt)`` is not ``start + half_rtt``).
+
+:func:`run_loop` runs events until it must return to Python, at an event boundary, with
+one of the ``RC_*`` codes: a row buffer is full (flush it), the feeder needs the next
+demand block, a state array needs room, a source's jitter block is spent, or the heap is
+empty (done). The caller does that and calls again: nothing is lost between calls, so a
+run is resumable at every return and its memory stays flat in run length.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .jit import njit, njit_inline
+from .policies import (
+    AI_NCLOSE,
+    C_DEADLINE,
+    CI_ACTIVE,
+    CI_CLOSED,
+    CI_NEXT,
+    CI_NREL,
+    CI_POOL,
+    CI_REUSABLE,
+    G_AN,
+    G_BLEN,
+    G_EVN,
+    G_EXHAUSTED,
+    G_J,
+    G_JIT_LOW,
+    G_NEXT_RID,
+    G_NFREE_C,
+    G_NFREE_R,
+    G_NWAIT,
+    G_QN,
+    G_SEQ,
+    INF,
+    LI_NWIN,
+    NAN,
+    OK,
+    P_WAKE_AT,
+    PI_ACCT,
+    PI_HEAD,
+    PI_MAX_STREAMS,
+    PI_NWAIT,
+    PI_WHEAD,
+    PI_WTAIL,
+    QUEUED,
+    SI_JI,
+    SI_PACED,
+    SI_REQUESTS,
+    earliest_release,
+    fheap_push,
+    lim_reserve,
+    lim_retry_after,
+    lim_settle,
+    pace_delay,
+    pool_acquire,
+    refresh_pool,
+    retry_delay,
+    schedule_close,
+    stream_on,
+)
+
+FEED_HORIZON_S = 1.0  # sim.model.engine.FEED_HORIZON_S (a test keeps them equal)
+
+# event kinds
+EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE = range(8)
+# return codes
+RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER = range(5)
+
+# requests: RF[r, R_*], RI[r, RI_*]
+(R_RESERVE, R_ACTUAL, R_SERVICE, R_TFIRST, R_TSEND, R_HALF, R_WAIT, R_SINCE,
+ R_NF) = range(9)
+(RI_RID, RI_SOURCE, RI_METHOD, RI_KEY, RI_REGION, RI_ATTEMPT, RI_CONN, RI_WID, RI_DAY,
+ RI_ACCT, RI_NEXT, RI_NI) = range(12)
+# rows: AO, a tuple of the attempt table's columns (numpy arrays of the recorder's
+# types, in this order), QO the request table's; the engine checks the names against
+# the recorder's layout (sim.model.recorder.ATTEMPT_COLUMNS / REQUEST_COLUMNS)
+ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", "t_send",
+                  "t_end", "outcome", "cu_reserved", "cu_settled", "retry_after_s",
+                  "phantom", "stream_wait_s")
+REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
+                  "attempts")
+# G's float twin: GF[GF_*]
+GF_NOW, GF_DAY_LIMIT, GF_NF = range(3)
+# sizes the loop checks room for: GS[GS_*]
+GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_NI = range(6)
+
+
+@njit_inline
+def ev_push(EF, EI, G, t, kind, obj):
+    """Schedule event ``kind`` of ``obj`` at ``t`` (its seq: the next)."""
+    seq = G[G_SEQ]
+    G[G_SEQ] = seq + 1
+    n = G[G_EVN]
+    i = n
+    while i > 0:
+        parent = (i - 1) >> 1
+        pt = EF[parent]
+        if pt < t or (pt == t and EI[parent, 0] < seq):
+            break
+        EF[i] = pt
+        EI[i, 0] = EI[parent, 0]
+        EI[i, 1] = EI[parent, 1]
+        EI[i, 2] = EI[parent, 2]
+        i = parent
+    EF[i] = t
+    EI[i, 0] = seq
+    EI[i, 1] = kind
+    EI[i, 2] = obj
+    G[G_EVN] = n + 1
+
+
+@njit_inline
+def ev_pop(EF, EI, G):
+    """Remove the earliest event (the heap is not empty)."""
+    n = G[G_EVN] - 1
+    G[G_EVN] = n
+    lt, ls, lk, lo = EF[n], EI[n, 0], EI[n, 1], EI[n, 2]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        r = child + 1
+        if r < n and (EF[r] < EF[child] or (EF[r] == EF[child] and EI[r, 0] < EI[child, 0])):
+            child = r
+        ct = EF[child]
+        if ct > lt or (ct == lt and EI[child, 0] > ls):
+            break
+        EF[i] = ct
+        EI[i, 0] = EI[child, 0]
+        EI[i, 1] = EI[child, 1]
+        EI[i, 2] = EI[child, 2]
+        i = child
+    if n > 0:
+        EF[i] = lt
+        EI[i, 0] = ls
+        EI[i, 1] = lk
+        EI[i, 2] = lo
+
+
+@njit_inline
+def _release_at(CF, CI, CR, PF, PI, AI, KF, KI, EF, EI, G, GF, c, t):
+    """Connection.release_at: the stream is released when the reply arrives at ``t``."""
+    CI[c, CI_NREL] = fheap_push(CR[c], CI[c, CI_NREL], t)
+    p = CI[c, CI_POOL]
+    if not CI[c, CI_REUSABLE]:
+        CF[c, C_DEADLINE] = t
+        schedule_close(CF, CI, AI, KF, KI, PI[p, PI_ACCT], c)
+    if PI[p, PI_NWAIT] > 0:
+        _wake_at(PF, EF, EI, G, GF, p, t)
+
+
+@njit_inline
+def _wake_at(PF, EF, EI, G, GF, p, t):
+    """ClientPool.wake_at: a timeout of ``max(0.0, t - now)``."""
+    if t < PF[p, P_WAKE_AT]:
+        PF[p, P_WAKE_AT] = t
+        now = GF[GF_NOW]
+        d = t - now
+        ev_push(EF, EI, G, now + (d if d > 0.0 else 0.0), EV_WAKE, p)
+
+
+@njit_inline
+def _attempt_row(AO, G, RF, RI, r, t_end, outcome, reserved, settled, retry_after,
+                 phantom):
+    n = G[G_AN]
+    AO[0][n] = RI[r, RI_RID]
+    AO[1][n] = RI[r, RI_ATTEMPT]
+    AO[2][n] = RI[r, RI_SOURCE]
+    AO[3][n] = RI[r, RI_METHOD]
+    AO[4][n] = RI[r, RI_KEY]
+    AO[5][n] = RI[r, RI_REGION]
+    AO[6][n] = RF[r, R_TSEND]
+    AO[7][n] = t_end
+    AO[8][n] = outcome
+    AO[9][n] = reserved
+    AO[10][n] = settled
+    AO[11][n] = retry_after
+    AO[12][n] = phantom
+    AO[13][n] = RF[r, R_WAIT]
+    G[G_AN] = n + 1
+
+
+@njit_inline
+def _request_row(QO, G, RF, RI, r, t_end, outcome):
+    n = G[G_QN]
+    QO[0][n] = RI[r, RI_RID]
+    QO[1][n] = RI[r, RI_SOURCE]
+    QO[2][n] = RI[r, RI_METHOD]
+    QO[3][n] = RI[r, RI_KEY]
+    QO[4][n] = RF[r, R_TFIRST]
+    QO[5][n] = t_end
+    QO[6][n] = outcome
+    QO[7][n] = RI[r, RI_ATTEMPT]
+    G[G_QN] = n + 1
+
+
+@njit_inline
+def _free_request(G, rfree, r):
+    rfree[G[G_NFREE_R]] = r
+    G[G_NFREE_R] += 1
+
+
+@njit
+def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI, KF, KI,
+             OR, OI, LF, LI, WF, WI, DF, DI, SF, SI, JU, DT, DX, DR, GATE, AFTER, RETRY_ON,
+             HALF, KEY_ACCT, POOL_OF, AO, QO):
+    """Run events until Python must act; returns an ``RC_*`` code (see the module)."""
+    n_out = AO[0].shape[0]
+    n_acct = LF.shape[0]
+    n_conn_acct = AI.shape[0]
+    ok_code, c430, c434, cwscu = GS[GS_OK], GS[GS_430], GS[GS_434], GS[GS_WS_CU]
+    while True:
+        if G[G_AN] >= n_out or G[G_QN] >= n_out:
+            return RC_FLUSH
+        if G[G_JIT_LOW]:
+            return RC_JITTER
+        if G[G_EVN] == 0:
+            return RC_DONE
+        t = EF[0]
+        kind = EI[0, 1]
+        left = G[G_BLEN] - G[G_J]
+        if kind == EV_FEED and not G[G_EXHAUSTED] and (
+                left == 0 or DT[G[G_BLEN] - 1] < t + FEED_HORIZON_S):
+            return RC_BLOCK
+        if (G[G_EVN] + left + G[G_NWAIT] + 8 > EF.shape[0] or G[G_NFREE_R] < left + 1
+                or G[G_NFREE_C] < 1 or t >= GF[GF_DAY_LIMIT]):
+            return RC_GROW
+        for a in range(n_conn_acct):
+            if AI[a, AI_NCLOSE] + GS[GS_MAX_POOL_CONNS] + 4 > KF.shape[1]:
+                return RC_GROW
+        for a in range(n_acct):
+            if LI[a, LI_NWIN] + 2 > WF.shape[1]:
+                return RC_GROW
+        r = EI[0, 2]
+        ev_pop(EF, EI, G)
+        now = t
+        GF[GF_NOW] = now
+
+        if kind == EV_FEED:
+            until = now + FEED_HORIZON_S
+            more = True
+            j = G[G_J]
+            blen = G[G_BLEN]
+            while True:
+                if j == blen:
+                    more = False  # (the block check above: only once the demand is over)
+                    break
+                tj = DT[j]
+                if tj >= until:
+                    break
+                G[G_NFREE_R] -= 1
+                q = rfree[G[G_NFREE_R]]
+                reg = DX[j, 3]
+                RI[q, RI_RID] = G[G_NEXT_RID]
+                G[G_NEXT_RID] += 1
+                RI[q, RI_SOURCE] = DX[j, 0]
+                RI[q, RI_METHOD] = DX[j, 1]
+                RI[q, RI_KEY] = DX[j, 2]
+                RI[q, RI_REGION] = reg
+                RI[q, RI_ATTEMPT] = 1
+                RI[q, RI_CONN] = -1
+                RF[q, R_RESERVE] = DR[j, 0]
+                RF[q, R_ACTUAL] = DR[j, 1]
+                RF[q, R_SERVICE] = DR[j, 2]
+                RF[q, R_TFIRST] = tj
+                RF[q, R_TSEND] = tj
+                RF[q, R_HALF] = HALF[reg]
+                ev_push(EF, EI, G, now + (tj - now), EV_FIRST, q)
+                j += 1
+            G[G_J] = j
+            if more:
+                fl = float(math.floor(DT[j]))
+                ev_push(EF, EI, G, now + ((fl if fl > until else until) - now), EV_FEED, -1)
+            continue
+
+        if kind == EV_WAKE:  # ClientPool._wake
+            p = r
+            if now < PF[p, P_WAKE_AT]:
+                continue
+            PF[p, P_WAKE_AT] = INF
+            refresh_pool(CI, CR, PI, p, now)
+            most = PI[p, PI_MAX_STREAMS]
+            while PI[p, PI_NWAIT] > 0:
+                c = PI[p, PI_HEAD]
+                while c >= 0:
+                    if CI[c, CI_ACTIVE] < most and not CI[c, CI_CLOSED]:
+                        break
+                    c = CI[c, CI_NEXT]
+                if c < 0:
+                    break
+                q = PI[p, PI_WHEAD]
+                PI[p, PI_WHEAD] = RI[q, RI_NEXT]
+                if PI[p, PI_WHEAD] < 0:
+                    PI[p, PI_WTAIL] = -1
+                PI[p, PI_NWAIT] -= 1
+                G[G_NWAIT] -= 1
+                start = stream_on(CF, CI, PF, p, c, now)
+                RI[q, RI_CONN] = c
+                RF[q, R_WAIT] = start - RF[q, R_SINCE]
+                ev_push(EF, EI, G, now + (start - now + RF[q, R_HALF]), EV_ARRIVE, q)
+            if PI[p, PI_NWAIT] > 0:
+                nxt, found = earliest_release(CI, CR, PI, p, 0.0)
+                if found:
+                    _wake_at(PF, EF, EI, G, GF, p, nxt)
+            continue
+
+        s = RI[r, RI_SOURCE]
+        if kind == EV_FIRST:
+            SI[s, SI_REQUESTS] += 1
+            kind = EV_SEND
+        if kind == EV_SEND and SI[s, SI_PACED]:
+            wait = pace_delay(SF, s, now, RF[r, R_RESERVE])
+            if wait > 0.0:
+                ev_push(EF, EI, G, now + wait, EV_PACED, r)
+                continue
+        if kind == EV_SEND or kind == EV_PACED:  # noqa: SIM109 (_transmit; numba)
+            p = POOL_OF[s, RI[r, RI_REGION]]
+            start, c = pool_acquire(CF, CI, CR, PF, PI, AF, AI, KF, KI, OR, OI, G, cfree, p,
+                                    now)
+            if start >= 0.0:
+                RI[r, RI_CONN] = c
+                RF[r, R_WAIT] = start - now
+                ev_push(EF, EI, G, now + (start - now + RF[r, R_HALF]), EV_ARRIVE, r)
+            elif start == QUEUED:  # ClientPool.enqueue
+                RF[r, R_SINCE] = now
+                RI[r, RI_NEXT] = -1
+                tail = PI[p, PI_WTAIL]
+                if tail >= 0:
+                    RI[tail, RI_NEXT] = r
+                else:
+                    PI[p, PI_WHEAD] = r
+                PI[p, PI_WTAIL] = r
+                PI[p, PI_NWAIT] += 1
+                G[G_NWAIT] += 1
+                refresh_pool(CI, CR, PI, p, now)
+                first, _ = earliest_release(CI, CR, PI, p, now)
+                _wake_at(PF, EF, EI, G, GF, p, first)
+            else:
+                RI[r, RI_CONN] = -1
+                RF[r, R_WAIT] = 0.0
+                ev_push(EF, EI, G, now + RF[r, R_HALF], EV_430, r)
+            continue
+
+        outcome = ok_code
+        retry_after = NAN
+        phantom = False
+        if kind == EV_ARRIVE:
+            gate = GATE[s, RI[r, RI_KEY], RI[r, RI_METHOD]]
+            if gate < 0:
+                a = KEY_ACCT[RI[r, RI_KEY]]
+                status, wid, day, phantom = lim_reserve(LF, LI, WF, WI, DF, DI, a, now,
+                                                        RF[r, R_RESERVE], RF[r, R_ACTUAL])
+                if status == OK:
+                    RI[r, RI_WID] = wid
+                    RI[r, RI_DAY] = day
+                    RI[r, RI_ACCT] = a
+                    ev_push(EF, EI, G, now + RF[r, R_SERVICE], EV_COMPLETE, r)
+                    continue
+                outcome = AFTER[RI[r, RI_METHOD], status]
+                if outcome == c434 or outcome == cwscu:  # noqa: SIM109 (numba: no set)
+                    retry_after = float(lim_retry_after(LF, LI, a, now))
+            else:
+                outcome = gate
+        elif kind == EV_430:
+            outcome = c430
+        else:  # EV_COMPLETE
+            reserve, actual = RF[r, R_RESERVE], RF[r, R_ACTUAL]
+            lim_settle(LF, LI, WF, WI, DF, DI, RI[r, RI_ACCT], now, RI[r, RI_WID],
+                       RI[r, RI_DAY], reserve, actual)
+            t_back = now + RF[r, R_HALF]
+            c = RI[r, RI_CONN]
+            if c >= 0:
+                _release_at(CF, CI, CR, PF, PI, AI, KF, KI, EF, EI, G, GF, c, t_back)
+            _attempt_row(AO, G, RF, RI, r, t_back, ok_code, reserve, actual, NAN,
+                         False)
+            _request_row(QO, G, RF, RI, r, t_back, ok_code)
+            _free_request(G, rfree, r)
+            continue
+
+        # TierRun._refused
+        t_back = now + RF[r, R_HALF]
+        c = RI[r, RI_CONN]
+        if c >= 0:
+            _release_at(CF, CI, CR, PF, PI, AI, KF, KI, EF, EI, G, GF, c, t_back)
+        _attempt_row(AO, G, RF, RI, r, t_back, outcome, 0.0, 0.0, retry_after,
+                     phantom)
+        if RETRY_ON[s, outcome]:
+            wait = retry_delay(SF, SI, JU, s, RI[r, RI_ATTEMPT], retry_after)
+            if SI[s, SI_JI] == JU.shape[1]:
+                G[G_JIT_LOW] = 1
+            if wait >= 0.0:
+                RI[r, RI_ATTEMPT] += 1
+                RF[r, R_TSEND] = t_back + wait
+                ev_push(EF, EI, G, now + (RF[r, R_HALF] + wait), EV_SEND, r)
+                continue
+        _request_row(QO, G, RF, RI, r, t_back, outcome)
+        _free_request(G, rfree, r)
+    return RC_DONE
+

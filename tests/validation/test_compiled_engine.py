@@ -1,0 +1,258 @@
+"""The compiled engine against the SimPy model: identical attempt and request rows.
+
+Both engines run every shipped scenario the compiled engine covers, and stress scenarios
+written to reach each rule the two must agree on (phases, current-window refunds, UTC
+midnight with a daily allowance, 430s from the connection cap and the open rate,
+queueing for streams, HTTP/1.1 without reuse, unknown keys, retry budgets, pacing,
+several accounts). Rows are compared as the spooled Parquet files, with pandas
+``.equals`` (NaN equal to NaN, every bit of every float otherwise), and so are the
+limiter's windows, the daily ledger, the connection figures and the run's end. And
+``capsim run`` writes the same report folder with either engine (but for the line and
+the summary key that name the engine), and the default scenario, which the compiled
+engine does not cover, byte for byte what ``--engine simpy`` writes under ``auto``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from scenarios import poisson_source, scenario_text
+
+from sim.cli.main import main
+from sim.compiled.choice import uncovered
+from sim.config.resolved import load
+from sim.core.vocabulary import CONN_430, HTTP_434, OK, PAY_402, RPC_32005
+from sim.model.engine import TierRun
+from sim.workload.demand import build_plan
+
+pytest.importorskip("numba")
+
+from sim.compiled.engine import CompiledTierRun  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.toml"))
+
+TINY = '[[custom_tiers]]\nname = "Tiny"\napis = ["rpc", "search"]\ncu_per_window = 600\n'
+# a Search method that needs no HTTP/2 (an HTTP/1.1 client may call it)
+SEARCH = '[methods."GET /v1/search"]\napi = "search"\n'
+
+
+def _src(name, rate, *, key="k", client="default", mix=None, process="poisson"):
+    text = poisson_source(rate, name=name, key=key).replace(
+        "[[sources]]\n", f'[[sources]]\nclient = "{client}"\n')
+    if process != "poisson":
+        text = text.replace('process = "poisson"', f'process = "{process}"')
+    if mix:
+        text += "mix = { " + ", ".join(f'"{m}" = {w}' for m, w in mix.items()) + " }\n"
+    return text
+
+
+STRESS = {
+    # windows on the UTC clock with a phase; refunds to the current window; sizing calls
+    # reserved at the cap and settled lower (refunds), past a small budget
+    "phase-current-window": dict(
+        tiers=["Tiny"], duration=300, top=TINY,
+        tables='[limiter]\nalignment = "utc"\nphase_s = 5.5\nrefund_to = "current-window"\n',
+        sources=_src("s", 12, mix={"svc_call": 1.0, "POST /v1/size": 1.0})),
+    # first-hit windows, origin-window refunds
+    "first-hit": dict(
+        tiers=["Tiny"], duration=300, top=TINY, tables='[limiter]\nalignment = "first-hit"\n',
+        sources=_src("s", 10, mix={"svc_call": 1.0, "POST /v1/size": 1.0})),
+    # across 00:00 UTC with a daily allowance spent before midnight: 402 until the new day
+    "midnight-allowance": dict(
+        tiers=["Daily"], duration=900,
+        top=('start = 2026-03-02T23:55:00Z\n[[custom_tiers]]\nname = "Daily"\n'
+             'apis = ["rpc"]\ncu_per_window = 4000\ndaily_allowance_cu = 20000\n'),
+        tables='[limiter]\nalignment = "utc"\nphase_s = 3\n',
+        sources=_src("s", 8)),
+    # six UTC days at a low rate, an allowance spent each day: the day ledger's arrays grow
+    "six-days": dict(
+        tiers=["Daily"], duration="6d",
+        top=('start = 2026-03-02T18:00:00Z\n[[custom_tiers]]\nname = "Daily"\n'
+             'apis = ["rpc"]\ncu_per_window = 4000\ndaily_allowance_cu = 40000\n'),
+        sources=_src("s", 0.05)),
+    # an account cap of 3 connections and 2 opens a second, a client that opens a
+    # connection per request (no reuse): 430s, retried
+    "connection-cap-430": dict(
+        tiers=["RPC"], duration=120,
+        tables=('[http_limits]\nmax_active_connections = 3\nmax_new_connections_per_s = 2\n'
+                '[clients.once]\nhttp = { reuse = false }\n'
+                'retry = { policy = "exponential", base_s = 0.1, cap_s = 1.0, '
+                'max_attempts = 5, retry_on = ["430", "-32005"] }\n'),
+        sources=_src("s", 6, client="once")),
+    # one connection of two streams opened slowly, short idle timeout: queueing, closes
+    # and reopens; HTTP/1.1 (a stream per connection) to a Search method
+    "queueing-http11": dict(
+        tiers=["RPC + Search"], duration=300, top=SEARCH,
+        tables=("[clients.default.http]\nmax_streams_per_conn = 2\nmax_connections = 1\n"
+                "connect_rtts = 3\nidle_timeout_s = 0.5\n"
+                '[clients.old]\nhttp_version = "1.1"\n'
+                "http = { max_connections = 2, idle_timeout_s = 0.2 }\n"),
+        sources=_src("s", 30) + _src("h", 8, client="old", mix={"GET /v1/search": 1.0})),
+    # unknown key (401), HTTP/1.1 for RPC (421), a method outside the tier (402), fixed
+    # and exponential retries, a retry budget
+    "keys-protocols-budgets": dict(
+        tiers=["RPC"], duration=120, keys=["k"],
+        tables=('[clients.default]\nretry = { policy = "retry-after", budget_ratio = 0.1, '
+                'budget_min_retries = 3 }\n'
+                '[clients.fixed]\nretry = { policy = "fixed", delay_s = 0.5, '
+                'max_attempts = 3 }\n'
+                '[clients.old]\nhttp_version = "1.1"\n'),
+        sources=(_src("a", 25) + _src("b", 10, client="fixed") + _src("c", 1, client="old")
+                 + _src("d", 1, key="nobody") + _src("e", 1, mix={"POST /v1/size": 1.0}))),
+    # client pacing (a token bucket) and the window's 434 with Retry-After
+    "pacing": dict(
+        tiers=["Tiny"], duration=300, top=TINY + SEARCH,
+        tables=('[clients.default]\npacing = { rate_cu_per_s = 40, burst_cu = 100 }\n'),
+        sources=_src("s", 6, mix={"GET /v1/search": 1.0, "svc_call": 1.0})),
+}
+
+
+def _several_accounts() -> str:
+    return ('name = "accts"\nduration = 300\ntiers = ["Tiny"]\n' + TINY
+            + '[[accounts]]\nname = "a"\nkeys = ["ka"]\n'
+            + '[[accounts]]\nname = "b"\nkeys = ["kb"]\ntier = "RPC"\n'
+            + '[http_limits]\nmax_active_connections = 2\nmax_new_connections_per_s = 1\n'
+            + '[clients.default]\n[clients.once]\nhttp = { reuse = false }\n'
+            + _src("x", 12, key="ka") + _src("y", 3, key="kb", client="once")
+            + _src("z", 2, key="nope", client="once"))
+
+
+def _texts() -> dict[str, str]:
+    out = {name: scenario_text(**parts) for name, parts in STRESS.items()}
+    out["several-accounts"] = _several_accounts()
+    return out
+
+
+def _spooled(engine, loaded, tier, prefix: Path):
+    result = engine(build_plan(loaded), tier, spool=str(prefix)).run()
+    return (result, pd.read_parquet(f"{prefix}-attempts.parquet"),
+            pd.read_parquet(f"{prefix}-requests.parquet"))
+
+
+def assert_same_runs(loaded, tmp_path: Path) -> list[pd.DataFrame]:
+    """Both engines on every tier of ``loaded``: identical rows and figures."""
+    attempts = []
+    for i, tier in enumerate(loaded.tiers):
+        ref, ref_a, ref_q = _spooled(TierRun, loaded, tier, tmp_path / f"simpy{i}")
+        got, got_a, got_q = _spooled(CompiledTierRun, loaded, tier, tmp_path / f"comp{i}")
+        assert len(ref_a) > 0, tier.name
+        assert got_a.equals(ref_a), tier.name
+        assert got_q.equals(ref_q), tier.name
+        assert got.windows == ref.windows
+        assert (got.daily_used, got.daily_exhausted_at) == (ref.daily_used,
+                                                             ref.daily_exhausted_at)
+        assert got.connections == ref.connections
+        assert [a.connections for a in got.accounts] == [a.connections for a in ref.accounts]
+        assert got.retry_budget_refusals == ref.retry_budget_refusals
+        assert got.end_s == ref.end_s
+        for name in got.minutes:
+            assert (got.minutes[name] == ref.minutes[name]).all()
+        attempts.append(ref_a)
+    return attempts
+
+
+@pytest.mark.parametrize("path", [p for p in SHIPPED if not uncovered(load(ROOT / p))])
+def test_shipped_scenarios_identical_rows(path, tmp_path):
+    loaded = load(ROOT / path, ["duration=900"] if "indexer" in path else [])
+    assert_same_runs(loaded, tmp_path)
+
+
+def test_uncovered_shipped_scenarios_are_named():
+    # the default scenario and these have closed-loop workers or websockets
+    left = {p for p in SHIPPED if uncovered(load(ROOT / p))}
+    assert {"workloads/indexer.toml", "workloads/streams-bot.toml",
+            "workloads/live-agreement.toml"} <= left
+    assert uncovered(load(None))
+
+
+@pytest.mark.parametrize("name", list(_texts()))
+def test_stress_scenarios_identical_rows(name, tmp_path):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(_texts()[name], encoding="utf-8")
+    loaded = load(path)
+    assert not uncovered(loaded)
+    (a,) = assert_same_runs(loaded, tmp_path)
+    # each scenario reaches what it is named for (else the equality proves little)
+    out = set(a["outcome"].tolist())
+    if name == "phase-current-window":
+        assert HTTP_434 in out and (a["cu_reserved"] > a["cu_settled"]).any()
+    elif name == "midnight-allowance":
+        assert PAY_402 in out
+        ok_after = a[(a["outcome"] == OK) & (a["t_send"] > 300)]
+        assert len(ok_after) > 0  # admitted again after midnight
+    elif name == "six-days":
+        days = (a["t_send"] + 18 * 3600) // 86400
+        assert set(days[a["outcome"] == PAY_402].tolist()) >= {1, 2, 3, 4, 5}
+    elif name == "connection-cap-430":
+        assert CONN_430 in out and (a["attempt"] > 1).any()
+    elif name == "queueing-http11":
+        assert (a["stream_wait_s"] > 0).mean() > 0.3
+    elif name == "keys-protocols-budgets":
+        assert {OK, RPC_32005} <= out and len(out) >= 5
+    elif name == "pacing":
+        assert HTTP_434 in out or OK in out
+    elif name == "several-accounts":
+        assert CONN_430 in out and len(set(a["key"].tolist())) == 3
+
+
+def _report_files(folder: Path) -> dict[str, object]:
+    """A report folder's files as comparable values: Parquet as frames, summary.json
+    without its ``engine`` key, reports without the line naming the engine."""
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = str(path.relative_to(folder))
+        if path.suffix == ".parquet":
+            out[rel] = pd.read_parquet(path)
+        elif path.name == "summary.json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            data.pop("engine", None)
+            out[rel] = data
+        elif path.suffix in (".md", ".html"):
+            out[rel] = path.read_text(encoding="utf-8").replace(
+                ", compiled engine (the SimPy model's rows)", "")
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def _same_folders(a: Path, b: Path) -> None:
+    fa, fb = _report_files(a), _report_files(b)
+    assert sorted(fa) == sorted(fb)
+    for rel, value in fa.items():
+        if isinstance(value, pd.DataFrame):
+            assert value.equals(fb[rel]), rel
+        else:
+            assert value == fb[rel], rel
+
+
+def _capsim_run(*args: str) -> None:
+    done = CliRunner().invoke(main, ["run", "-q", *args], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+
+
+def test_capsim_run_writes_the_same_report_with_either_engine(tmp_path):
+    scenario = str(ROOT / "workloads" / "mixed-bundle.toml")
+    for engine in ("simpy", "compiled"):
+        _capsim_run(scenario, "--set", "duration=600", "--engine", engine,
+                    "--out", str(tmp_path / engine))
+    summary = json.loads((tmp_path / "compiled" / "summary.json").read_text())
+    assert summary["engine"] == "compiled"
+    assert "engine" not in json.loads((tmp_path / "simpy" / "summary.json").read_text())
+    _same_folders(tmp_path / "simpy", tmp_path / "compiled")
+
+
+def test_capsim_run_of_the_default_scenario_auto_is_the_simpy_model(tmp_path):
+    """The default scenario has closed-loop workers and websockets: auto runs SimPy and
+    writes exactly what --engine simpy writes (byte for byte, summary included)."""
+    for engine in ("simpy", "auto"):
+        _capsim_run("--set", "duration=60", "--tier", "RPC", "--tier", "Streams",
+                    "--engine", engine, "--out", str(tmp_path / engine))
+    for name in ("summary.json", "report.md"):
+        assert (tmp_path / "auto" / name).read_bytes() == \
+            (tmp_path / "simpy" / name).read_bytes()
+    _same_folders(tmp_path / "simpy", tmp_path / "auto")
