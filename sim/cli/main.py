@@ -59,6 +59,8 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                             "For each tier, the largest multiple of SCENARIO's load that still "
                             "meets its SLO, and what breaks first beyond it (bisection on a log "
                             "scale)."),
+    "init": LazyCommand("sim.cli.init", "init",
+                        "Write a new scenario file SCENARIO (default: scenario.toml)."),
     "serve": LazyCommand("sim.cli.live", "serve",
                          "Emulate the service for SCENARIO's account (default: the built-in "
                          "scenario)."),
