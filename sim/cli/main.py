@@ -61,6 +61,8 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                             "scale)."),
     "init": LazyCommand("sim.cli.init", "init",
                         "Write a new scenario file SCENARIO (default: scenario.toml)."),
+    "schema": LazyCommand("sim.cli.schema", "schema",
+                          "Print the scenario file's JSON Schema (draft 2020-12) on stdout."),
     "serve": LazyCommand("sim.cli.live", "serve",
                          "Emulate the service for SCENARIO's account (default: the built-in "
                          "scenario)."),

@@ -19,6 +19,7 @@ BAD_SCENARIO = 'name = "bad"\nduration = -5\n[account]\nkeys = ["k"]\n'
 CASES: dict[str, tuple[list[str], list[str]]] = {
     "run": (["{tmp}/bad.toml", "--out", "{tmp}/o"], ["{tmp}/bad.toml", "duration"]),
     "init": (["{tmp}/new.toml", "--trace", "{tmp}/missing.csv"], ["{tmp}/missing.csv"]),
+    "schema": (["surplus"], ["surplus"]),
     "validate": (["{tmp}/bad.toml"], ["{tmp}/bad.toml", "duration"]),
     "tiers": (["--json", "surplus"], ["surplus"]),
     "sweep": (["{tmp}/bad.toml", "--out", "{tmp}/o"], ["{tmp}/bad.toml", "duration"]),
