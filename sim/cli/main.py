@@ -55,6 +55,11 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                          "Replay SCENARIO's demand against a running emulator with real HTTP/2 "
                          "and websocket clients, and write every attempt (status, latency) as a "
                          "canonical trace."),
+    "export": LazyCommand("sim.cli.export", "export",
+                          "Export a run's report folder as CSV: tiers.csv (one row per tier, "
+                          "every figure of summary.json as a column), windows.csv (one row "
+                          "per tier x 12-second window, from windows.parquet) and "
+                          "accounts.csv (one row per tier x account, for [[accounts]])."),
     "headroom": LazyCommand("sim.cli.sweep", "headroom",
                             "For each tier, the largest multiple of SCENARIO's load that still "
                             "meets its SLO, and what breaks first beyond it (bisection on a log "

@@ -20,6 +20,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "run": (["{tmp}/bad.toml", "--out", "{tmp}/o"], ["{tmp}/bad.toml", "duration"]),
     "init": (["{tmp}/new.toml", "--trace", "{tmp}/missing.csv"], ["{tmp}/missing.csv"]),
     "schema": (["surplus"], ["surplus"]),
+    "export": (["{tmp}/missing-run"], ["{tmp}/missing-run"]),
     "validate": (["{tmp}/bad.toml"], ["{tmp}/bad.toml", "duration"]),
     "tiers": (["--json", "surplus"], ["surplus"]),
     "sweep": (["{tmp}/bad.toml", "--out", "{tmp}/o"], ["{tmp}/bad.toml", "duration"]),
