@@ -196,6 +196,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     from ..report.writer import write_report
     from ..results.decided import assumption_line, verdict_notes
     from ..runner.replications import check_replications
+    from .progress import RunProgress
 
     check_replications(replications)
 
@@ -211,15 +212,16 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
     sc = loaded.scenario
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
-    progress = None if quiet else _progress(loaded)
+    progress = RunProgress(loaded.tiers, sc.duration_s, quiet=quiet)
     # Claimed and locked before simulating: a folder that is not a report, or one another
     # run is writing, fails now rather than after the run.
     with ReportFolder(out_dir) as claimed:
-        result = run_scenario(loaded, jobs=jobs, progress=progress, records=records,
-                              replications=replications,
-                              replication_progress=None if quiet else _replication_progress)
-        if not quiet:
-            click.echo("", err=True)
+        try:
+            result = run_scenario(loaded, jobs=jobs, progress=progress.tier_progress,
+                                  records=records, replications=replications,
+                                  replication_progress=progress.replication_progress)
+        finally:
+            progress.close()
         if robust:
             result.summary = _robust_summary(loaded, result.summary, cal, jobs, quiet)
         headroom = None
@@ -227,7 +229,7 @@ def run(scenario, tiers, seed, out, jobs, quiet, with_headroom, records, robust,
             from .sweep import run_headroom_line
 
             headroom = run_headroom_line(scenario, overrides, result.summary.recommended.tier,
-                                         seed)
+                                         seed, quiet=quiet)
             rec = result.summary.recommended.model_copy(update={"headroom": headroom})
             result.summary = result.summary.model_copy(update={"recommended": rec})
         folder = write_report(result, out_dir, claimed)
@@ -267,37 +269,12 @@ def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool
     ranges = effective_ranges(loaded.pricing, set_by_scenario(loaded), loaded.price_ranges,
                               None if cal is None else cal.ranges)
 
-    def progress(what: str) -> None:
-        if not quiet:
-            click.echo(f"robust: {what}", err=True)
+    from .progress import Progress
 
-    rob = evaluate(loaded, summary, ranges, prices_used_by(summary, loaded), jobs=jobs,
-                   progress=progress)
+    with Progress("robust: prices at their range ends", None, "runs", quiet=quiet) as bar:
+        rob = evaluate(loaded, summary, ranges, prices_used_by(summary, loaded), jobs=jobs,
+                       progress=bar.step)
     return with_robustness(summary, rob)
-
-
-def _replication_progress(done: int, total: int) -> None:
-    if done > 1:
-        click.echo(f"replication {done}/{total} done", err=True)
-
-
-def _progress(loaded: LoadedScenario):
-    """Progress on stderr: a live percentage on a terminal, one line per tier otherwise."""
-    total = loaded.scenario.duration_s
-    tiers = loaded.tiers
-    live = sys.stderr.isatty()
-    state = {"last": ""}
-
-    def report(tier, now):
-        i = tiers.index(tier) + 1
-        pct = min(100, int(100 * now / total))
-        if not live and pct < 100:
-            return
-        line = f"simulating tier {i}/{len(tiers)} {tier.name:<20} {pct:3d}%"
-        if line != state["last"]:
-            click.echo(("\r" + line) if live else line, nl=not live, err=True)
-            state["last"] = line
-    return report
 
 
 @main.command()
