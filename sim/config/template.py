@@ -7,8 +7,9 @@ from __future__ import annotations
 TEMPLATE = '''\
 # A capsim scenario: who calls what, how, for how long, against which tiers.
 # Every key: docs/reference/scenario.md. Check it with `capsim validate {file}`,
-# run it with `capsim run {file}`. Editors: `capsim schema` prints its JSON Schema
-# (docs/how-to/edit-scenarios.md).
+# run it with `capsim run {file}`. Editors: `capsim schema > capsim-scenario.schema.json`
+# and a first line `#:schema ./capsim-scenario.schema.json` give completion and checks
+# as you type (Taplo / Even Better TOML: docs/how-to/edit-scenarios.md).
 
 name = "{name}"
 description = "What this account does"

@@ -124,3 +124,39 @@ def test_report_screenshot_shows_the_plots(chromium, report, tmp_path):
     # A page of text on white is mostly white; decoded plots add large coloured areas.
     coloured = ((pixels.max(axis=2) - pixels.min(axis=2)) > 0.2).mean()
     assert coloured > 0.01, f"only {coloured:.2%} coloured pixels: plots not rendered?"
+
+
+TOGGLE = """<script>
+window.addEventListener("load", function () {
+  var gd = document.getElementById("cu-per-window");
+  var toggle = gd.querySelector(".legend .traces .legendtoggle");
+  var box = toggle.getBoundingClientRect();
+  var at = {bubbles: true, clientX: box.left + 5, clientY: box.top + 5, button: 0};
+  ["mousedown", "mouseup", "click"].forEach(function (kind) {
+    toggle.dispatchEvent(new MouseEvent(kind, at));
+  });
+  setTimeout(function () {
+    var out = document.createElement("pre");
+    out.id = "toggled";
+    out.textContent = gd.data.map(function (t) {
+      return t.name + "=" + (t.visible === undefined ? true : t.visible);
+    }).join(" | ");
+    document.body.appendChild(out);
+  }, 1000);
+});
+</script>"""
+
+
+def test_clicking_a_tier_in_the_legend_hides_it_and_its_limit(chromium, report, tmp_path):
+    page = (report / "report.html").read_text(encoding="utf-8")
+    probe = tmp_path / "toggle.html"
+    probe.write_text(page.replace("</body></html>", TOGGLE + "</body></html>"),
+                     encoding="utf-8")
+    done = _chromium(chromium, tmp_path, "--virtual-time-budget=10000", "--dump-dom",
+                     probe.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = re.search(r'<pre id="toggled">(.*?)</pre>', done.stdout, re.S).group(1)
+    # The first legend entry is the first tier (RPC): it and its limit line are hidden,
+    # the other tier stays.
+    assert shown == ("RPC=legendonly | RPC limit=legendonly | Professional bundle=true | "
+                     "Professional bundle limit=true"), shown
