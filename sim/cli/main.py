@@ -296,12 +296,12 @@ def tiers(as_json):
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'tier':<20} {'CU/12s':>8} {'ws cap':>6}  {'APIs':<22} "
-               f"{'daily CU*':>12} {'$/month*':>9}")
-    for r in rows:
-        click.echo(f"{r['tier']:<20} {r['cu_per_window']:>8,.0f} {r['ws_cap']:>6}  "
-                   f"{'+'.join(r['apis']):<22} {r['daily_allowance_cu']:>12,.0f} "
-                   f"{r['monthly_usd']:>9,.0f}")
+    from tabulate import tabulate
+
+    table = [[r["tier"], r["cu_per_window"], r["ws_cap"], "+".join(r["apis"]),
+              r["daily_allowance_cu"], r["monthly_usd"]] for r in rows]
+    click.echo(tabulate(table, ["tier", "CU/12s", "ws cap", "APIs", "daily CU*", "$/month*"],
+                        tablefmt="simple", intfmt=",", floatfmt=",.0f"))
     click.echo("* assumptions (not in the spec): see sim/data/pricing.toml")
 
 
