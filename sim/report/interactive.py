@@ -40,8 +40,9 @@ OUTCOME_COLOURS = {"ok": "#2ca02c", "434": "#d62728", "-32005": "#ff7f0e", "402"
 _CONFIG = {"displaylogo": False, "responsive": True,
            "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 _LAYOUT = {"margin": {"l": 70, "r": 20, "t": 50, "b": 50}, "hovermode": "closest",
-           "legend": {"orientation": "h", "y": -0.2}, "template": None,
-           "font": {"family": "system-ui, sans-serif", "size": 12}}
+           # entries a fixed width apart: no overlap whatever the text measures
+           "legend": {"orientation": "h", "y": -0.2, "entrywidth": 170,
+                      "entrywidthmode": "pixels"}}
 
 
 def plotly_js() -> str:
@@ -127,7 +128,7 @@ def outcomes_chart(minutes: pd.DataFrame, tiers: Sequence[str], duration_s: floa
               "title": {"text": f"Attempts per minute by outcome: {tiers[0] if tiers else ''}"},
               "xaxis": {"title": {"text": "minutes since the start"}, "range": [0, end / 60.0]},
               "yaxis": {"title": {"text": "attempts / min"}, "rangemode": "nonnegative"},
-              "updatemenus": [{"buttons": buttons, "x": 1.0, "xanchor": "right", "y": 1.18,
+              "updatemenus": [{"buttons": buttons, "x": 0.0, "xanchor": "left", "y": 1.15,
                                "yanchor": "top", "showactive": True}] if len(tiers) > 1 else []}
     return {"data": data, "layout": layout}
 
@@ -162,15 +163,21 @@ def comparison_chart(summary: RunSummary) -> dict:
                      "hovertemplate": f"<b>%{{x}}</b><br>{label}: %{{y:{fmt}}}"
                                       f"<br>SLO limit: {format(limit, fmt)}"
                                       "<br>%{customdata[1]}<br>%{customdata[0]}<extra></extra>"})
-        lo, hi = k * width + 0.04, (k + 1) * width - 0.04
+        lo, hi = k * width + 0.05, (k + 1) * width - 0.02
         layout[f"xaxis{axis}"] = {"domain": [lo, hi], "anchor": f"y{axis}", "tickangle": -30}
-        layout[f"yaxis{axis}"] = {"anchor": f"x{axis}", "title": {"text": label},
+        layout[f"yaxis{axis}"] = {"anchor": f"x{axis}",
                                   "rangemode": "nonnegative",
                                   "tickformat": fmt if fmt == ".2%" else ","}
         shapes.append({"type": "line", "xref": f"x{axis} domain", "yref": f"y{axis}",
                        "x0": 0, "x1": 1, "y0": limit, "y1": limit,
                        "line": {"color": "black", "dash": "dash", "width": 1}})
     layout["shapes"] = shapes
+    # each panel's name above it (not a y-axis title, which sits on the tick labels when
+    # they cannot be measured)
+    layout["annotations"] = [
+        {"text": f"<b>{label}</b>", "showarrow": False, "xref": "paper", "yref": "paper",
+         "x": (k + 0.5) * width, "y": 1.0, "yanchor": "bottom", "xanchor": "center"}
+        for k, (label, *_rest) in enumerate(panels)]
     layout["margin"] = {**_LAYOUT["margin"], "b": 110}
     return {"data": data, "layout": layout}
 
