@@ -1,7 +1,8 @@
 """What a run's report costs against its simulation: the share of one process's CPU that a
 ``capsim run`` of the default scenario (every tier, by default its 1 hour) spends in the
-plots, in ``requests.parquet``, in the other tables and report files, and in the
-simulation, which is the floor the others are measured against.
+plots, in ``requests.parquet``, in the other tables and report files (report.html's
+interactive charts apart), and in the simulation, which is the floor the others are
+measured against; and the size of ``report.html``.
 
     python3 benchmarks/bench_report_cost.py [--duration 1h] [--repeat 3] [--before FILE]
 
@@ -50,6 +51,7 @@ PARTS = "per-tier parts and summary"
 REQUESTS = "requests.parquet"
 PLOTS = "plots"
 REPORT = "report.md, report.html"
+CHARTS = "report.html's interactive charts (plotly specs, plotly.js)"
 OTHER = "windows.parquet, streams.parquet, summary.json, folder"
 
 
@@ -93,6 +95,13 @@ def report_phases(out, where: Path) -> dict[str, float]:
     clock = Clock()
     saved = [(records_module.AttemptRecords, "write_parquet", REQUESTS),
              (plots, "write_all", PLOTS), (markdown, "render", REPORT), (html, "render", REPORT)]
+    try:  # the code before the interactive report has no charts: that phase is then 0
+        from sim.report import interactive
+    except ImportError:
+        clock.add(CHARTS, 0.0)
+    else:
+        saved += [(interactive, name, CHARTS)
+                  for name in ("charts", "chart_html", "plotly_js")]
     originals = [getattr(owner, attr) for owner, attr, _ in saved]
     for (owner, attr, name), f in zip(saved, originals, strict=True):
         setattr(owner, attr, clock.wrap(name, f))
@@ -112,8 +121,10 @@ def one_run(duration: str) -> dict:
     out, cpu = simulate(duration)
     with tempfile.TemporaryDirectory() as tmp:
         cpu.update(report_phases(out, Path(tmp) / "report"))
+        html_bytes = (Path(tmp) / "report" / "report.html").stat().st_size
     return {"tiers": len(out.summary.tiers),
-            "attempts": sum(t.attempts for t in out.summary.tiers), "cpu": cpu}
+            "attempts": sum(t.attempts for t in out.summary.tiers), "cpu": cpu,
+            "report_html_bytes": html_bytes}
 
 
 def main() -> None:
@@ -142,13 +153,13 @@ def main() -> None:
              for k in phases}
     print(f"default scenario, {runs[0]['tiers']} tiers, duration {args.duration}: "
           f"{runs[0]['attempts']:,} attempts; CPU of one process, medians of {args.repeat} "
-          "runs")
+          f"runs; report.html {runs[0]['report_html_bytes']:,} bytes")
     for k in phases:
         print(f"  {k:56s} {cpu[k]:7.2f} s  {100 * share[k]:5.1f} %  "
               f"{ratio[k]:6.3f} x simulation")
     figures = {
         "duration": args.duration, "tiers": runs[0]["tiers"], "attempts": runs[0]["attempts"],
-        "repeat": args.repeat,
+        "repeat": args.repeat, "report_html_bytes": runs[0]["report_html_bytes"],
         "phases_cpu_s": {k: round(v, 3) for k, v in cpu.items()},
         "share_of_run": {k: round(v, 4) for k, v in share.items()},
         "ratio_to_simulation": {k: round(v, 4) for k, v in ratio.items()},

@@ -195,6 +195,11 @@ def report_cost(f: dict) -> list[str]:
     out = [f"Default scenario, {f['tiers']} tiers, {f['duration']}, {f['attempts']:,} "
            f"attempts; medians of {f['repeat']} runs, each a fresh process (a share is of "
            "that process's CPU). The simulation is the floor, measured in the same run."]
+    sizes = [(side, g.get("report_html_bytes")) for side, g in sides]
+    if any(n is not None for _, n in sizes):
+        out += ["", "report.html: " + "; ".join(
+            f"{side} {'not measured' if n is None else f'{n:,} bytes'}" for side, n in sizes)
+            + "."]
     if before:
         b = f["before"]
         out += ["", f"Before: `{b['command']}` from a checkout of commit {b['commit']}, "

@@ -63,10 +63,19 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                          "Replay SCENARIO's demand against a running emulator with real HTTP/2 "
                          "and websocket clients, and write every attempt (status, latency) as a "
                          "canonical trace."),
+    "export": LazyCommand("sim.cli.export", "export",
+                          "Export a run's report folder as CSV: tiers.csv (one row per tier, "
+                          "every figure of summary.json as a column), windows.csv (one row "
+                          "per tier x 12-second window, from windows.parquet) and "
+                          "accounts.csv (one row per tier x account, for [[accounts]])."),
     "headroom": LazyCommand("sim.cli.sweep", "headroom",
                             "For each tier, the largest multiple of SCENARIO's load that still "
                             "meets its SLO, and what breaks first beyond it (bisection on a log "
                             "scale)."),
+    "init": LazyCommand("sim.cli.init", "init",
+                        "Write a new scenario file SCENARIO (default: scenario.toml)."),
+    "schema": LazyCommand("sim.cli.schema", "schema",
+                          "Print the scenario file's JSON Schema (draft 2020-12) on stdout."),
     "serve": LazyCommand("sim.cli.live", "serve",
                          "Emulate the service for SCENARIO's account (default: the built-in "
                          "scenario)."),
@@ -203,6 +212,7 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
     from ..report.writer import write_report
     from ..results.decided import assumption_line, verdict_notes
     from ..runner.replications import check_replications
+    from .progress import RunProgress
 
     check_replications(replications)
 
@@ -221,16 +231,18 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
     sc = loaded.scenario
     out_dir = Path(out) if out else Path("reports") / sc.name
     started = time.perf_counter()
-    progress = None if quiet else _progress(loaded)
+    progress = RunProgress(loaded.tiers, sc.duration_s, quiet=quiet)
     # Claimed and locked before simulating: a folder that is not a report, or one another
     # run is writing, fails now rather than after the run.
     with ReportFolder(out_dir) as claimed, _executor(jobs, dask_scheduler, dask_local) as pool:
-        result = run_scenario(loaded, jobs=jobs, progress=progress, records=records,
-                              replications=replications, engine=chosen.engine,
-                              replication_progress=None if quiet else _replication_progress,
-                              executor=pool)
-        if not quiet:
-            click.echo("", err=True)
+        try:
+            result = run_scenario(loaded, jobs=jobs, progress=progress.tier_progress,
+                                  records=records, replications=replications,
+                                  engine=chosen.engine,
+                                  replication_progress=progress.replication_progress,
+                                  executor=pool)
+        finally:
+            progress.close()
         if robust:
             result.summary = _robust_summary(loaded, result.summary, cal, jobs, quiet)
         headroom = None
@@ -238,7 +250,7 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
             from .sweep import run_headroom_line
 
             headroom = run_headroom_line(scenario, overrides, result.summary.recommended.tier,
-                                         seed, pool)
+                                         seed, pool, quiet=quiet)
             rec = result.summary.recommended.model_copy(update={"headroom": headroom})
             result.summary = result.summary.model_copy(update={"recommended": rec})
         folder = write_report(result, out_dir, claimed)
@@ -290,37 +302,12 @@ def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool
     ranges = effective_ranges(loaded.pricing, set_by_scenario(loaded), loaded.price_ranges,
                               None if cal is None else cal.ranges)
 
-    def progress(what: str) -> None:
-        if not quiet:
-            click.echo(f"robust: {what}", err=True)
+    from .progress import Progress
 
-    rob = evaluate(loaded, summary, ranges, prices_used_by(summary, loaded), jobs=jobs,
-                   progress=progress)
+    with Progress("robust: prices at their range ends", None, "runs", quiet=quiet) as bar:
+        rob = evaluate(loaded, summary, ranges, prices_used_by(summary, loaded), jobs=jobs,
+                       progress=bar.step)
     return with_robustness(summary, rob)
-
-
-def _replication_progress(done: int, total: int) -> None:
-    if done > 1:
-        click.echo(f"replication {done}/{total} done", err=True)
-
-
-def _progress(loaded: LoadedScenario):
-    """Progress on stderr: a live percentage on a terminal, one line per tier otherwise."""
-    total = loaded.scenario.duration_s
-    tiers = loaded.tiers
-    live = sys.stderr.isatty()
-    state = {"last": ""}
-
-    def report(tier, now):
-        i = tiers.index(tier) + 1
-        pct = min(100, int(100 * now / total))
-        if not live and pct < 100:
-            return
-        line = f"simulating tier {i}/{len(tiers)} {tier.name:<20} {pct:3d}%"
-        if line != state["last"]:
-            click.echo(("\r" + line) if live else line, nl=not live, err=True)
-            state["last"] = line
-    return report
 
 
 @main.command()
@@ -342,12 +329,12 @@ def tiers(as_json):
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'tier':<20} {'CU/12s':>8} {'ws cap':>6}  {'APIs':<22} "
-               f"{'daily CU*':>12} {'$/month*':>9}")
-    for r in rows:
-        click.echo(f"{r['tier']:<20} {r['cu_per_window']:>8,.0f} {r['ws_cap']:>6}  "
-                   f"{'+'.join(r['apis']):<22} {r['daily_allowance_cu']:>12,.0f} "
-                   f"{r['monthly_usd']:>9,.0f}")
+    from tabulate import tabulate
+
+    table = [[r["tier"], r["cu_per_window"], r["ws_cap"], "+".join(r["apis"]),
+              r["daily_allowance_cu"], r["monthly_usd"]] for r in rows]
+    click.echo(tabulate(table, ["tier", "CU/12s", "ws cap", "APIs", "daily CU*", "$/month*"],
+                        tablefmt="simple", intfmt=",", floatfmt=",.0f"))
     click.echo("* assumptions (not in the spec): see sim/data/pricing.toml")
 
 

@@ -21,17 +21,16 @@ BASELINE_DIR = Path("reports/baselines")
 
 
 def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: int):
-    """Run the replications, one progress line each on stderr; return (summaries, hash)."""
+    """Run the replications (progress on a terminal); return (loaded, summaries, hash)."""
     from ..api import load_scenario
     from ..jobs.replicate import replicate
     from ..regression.baseline import scenario_hash
+    from .progress import Progress
 
     loaded = load_scenario(scenario, tiers=tiers, overrides=overrides)
-
-    def done(r, summary):
-        click.echo(f"  replication {r + 1}/{replications} done", err=True)
-    summaries = replicate(loaded, replications=replications, jobs=jobs,
-                          on_done=done if replications > 1 else None)
+    with Progress("replications", replications, "done") as bar:
+        summaries = replicate(loaded, replications=replications, jobs=jobs,
+                              on_done=lambda r, summary: bar.step())
     return loaded, summaries, scenario_hash(scenario, overrides, tiers)
 
 

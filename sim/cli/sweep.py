@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
 
 import click
@@ -36,31 +34,6 @@ def _calibrated(calibration: str | None, overrides: tuple[str, ...]) -> list[str
     from ..calibration.use import read_calibration
 
     return [*read_calibration(calibration).overrides, *overrides]
-
-
-class _Progress:
-    """Runs done of total, elapsed and an estimate of what is left, on a terminal only."""
-
-    def __init__(self) -> None:
-        self.live = sys.stderr.isatty()
-        self.started = time.monotonic()
-        self.first: int | None = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.live:
-            return
-        if self.first is None:
-            self.first = done
-        elapsed = time.monotonic() - self.started
-        ran = done - self.first
-        left = "?" if ran == 0 else _clock(elapsed / ran * (total - done))
-        click.echo(f"\rruns {done}/{total}  elapsed {_clock(elapsed)}  left ~{left}   ",
-                   nl=done == total, err=True)
-
-
-def _clock(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600:d}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 @click.command()
@@ -95,15 +68,17 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     from ..jobs.sweep import run_sweep
     from ..jobs.sweep_plan import plan_sweep
     from ..jobs.sweep_report import difference_lines
+    from .progress import Progress
 
     plan = plan_sweep(scenario, vary=list(vary), replications=replications,
                       tiers=list(tiers), overrides=_calibrated(calibration, overrides),
                       variants=not no_variants)
     _check_sizes({(r.point, r.variant): r for r in plan.runs}.values(), jobs)
     out_dir = Path(out) if out else Path("reports") / f"{plan.scenario_name}-sweep"
-    with make_executor(jobs, dask_scheduler, dask_local) as executor:
+    with make_executor(jobs, dask_scheduler, dask_local) as executor, \
+            Progress("sweep", len(plan.runs), "runs") as bar:
         result = run_sweep(plan, out_dir, executor, keep_records=keep_records,
-                           progress=_Progress(),
+                           progress=bar.to,
                            notice=lambda m: click.echo(f"capsim: warning: {m}", err=True))
     doc = result.document
     click.echo(f"{len(plan.runs)} runs ({len(result.ran)} simulated now, "
@@ -130,7 +105,7 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
               help="Relative precision of the answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout (for scripts).")
 @click.option("--quiet", "-q", is_flag=True,
-              help="No progress (on a terminal, one line per load evaluated on stderr).")
+              help="No progress (on a terminal, a progress line on stderr).")
 @executor_options
 @_set_option
 def headroom(scenario, tiers, replications, max_load, tolerance, as_json, quiet, jobs,
@@ -139,25 +114,25 @@ def headroom(scenario, tiers, replications, max_load, tolerance, as_json, quiet,
     and what breaks first beyond it (bisection on a log scale).
 
     Names the cause of a broken failure rate (e.g. 402: the API is not in this tier's
-    selection). On a terminal, a line per load evaluated goes to stderr (-q: none).
+    selection). On a terminal, progress goes to stderr (-q: none).
     SCENARIO defaults to the built-in one, as for capsim run."""
     from ..api import load_scenario
     from ..jobs.executors import make_executor
     from ..jobs.headroom import find_headroom
     from ..workload.size_estimate import check
+    from .progress import Progress
 
     # Today's load first (each load tried is guarded again before it runs).
     calibrated = _calibrated(calibration, overrides)
     for w in check(load_scenario(scenario, tiers=list(tiers), overrides=calibrated),
                    jobs=jobs)[1]:
         click.echo(f"capsim: warning: {w}", err=True)
-    with make_executor(jobs, dask_scheduler, dask_local) as executor:
+    with make_executor(jobs, dask_scheduler, dask_local) as executor, \
+            Progress("headroom", None, "loads", quiet=quiet) as bar:
         found = find_headroom(scenario, tiers=list(tiers),
                               overrides=calibrated,
                               replications=replications, max_load=max_load,
-                              tolerance=tolerance, executor=executor,
-                              progress=None if quiet or not sys.stderr.isatty()
-                              else lambda line: click.echo(line, err=True))
+                              tolerance=tolerance, executor=executor, progress=bar.step)
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2, allow_nan=False))
         return
@@ -183,13 +158,16 @@ def _check_sizes(specs, jobs: int) -> None:
 
 
 def run_headroom_line(scenario, overrides, tier: str | None, seed: int | None,
-                      executor=None) -> str:
+                      executor=None, *, quiet: bool = False) -> str:
     """The sentence ``capsim run --headroom`` adds for the recommended tier (its loads
     run on ``executor``, e.g. ``capsim run --dask-local``'s, if given)."""
     from ..jobs.headroom import find_headroom
+    from .progress import Progress
 
     if tier is None:
         return "headroom: no tier meets the SLO at today's load"
     extra = [*overrides, *([f"seed={seed}"] if seed is not None else [])]
-    return find_headroom(scenario, tiers=[tier], overrides=extra,
-                         executor=executor).tiers[0].describe()
+    with Progress("headroom", None, "loads", quiet=quiet) as bar:
+        found = find_headroom(scenario, tiers=[tier], overrides=extra, progress=bar.step,
+                              executor=executor)
+    return found.tiers[0].describe()

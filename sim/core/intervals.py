@@ -95,3 +95,23 @@ def proportion_interval(count: int, n: int, level: float = 0.95) -> Proportion:
         raise ValueError(f"expected 0 <= count <= n and n >= 1, got {count} of {n}")
     ci = binomtest(int(count), int(n)).proportion_ci(confidence_level=level, method="wilson")
     return Proportion(int(count), int(n), float(ci.low), float(ci.high), level)
+
+
+def format_interval(mean: float | None, half_width: float | None = None,
+                    digits: int = 3) -> str:
+    """``mean ± half_width`` for a table, both to the same decimals, thousands separated
+    and never in exponent notation: the half-width to two significant figures sets the
+    decimals (``474,467 ± 1,960``, ``0.0123 ± 0.0041``); without one, the mean has
+    ``digits`` significant figures (at least its whole part). ``–`` for no mean."""
+    if mean is None or not math.isfinite(mean):
+        return "–"
+
+    def decimals(x: float, significant: int) -> int:
+        if x == 0 or not math.isfinite(x):
+            return 0
+        return min(10, max(0, significant - 1 - math.floor(math.log10(abs(x)))))
+
+    if half_width is None:
+        return f"{mean:,.{decimals(mean, digits)}f}"
+    d = decimals(half_width, 2)
+    return f"{mean:,.{d}f} ± {half_width:,.{d}f}"

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..report import html  # noqa: E402
+from ..report.colours import tier_colour  # noqa: E402
 from ..results.decided import ASSUMPTION_NOTE, legend  # noqa: E402
 from .sweep_plan import BASE  # noqa: E402
 from .sweep_results import IntervalFigure, SweepDocument  # noqa: E402
@@ -32,12 +33,12 @@ PLOTTED = {
 
 
 def _fmt_iv(iv: IntervalFigure, scale: float = 1.0, digits: int = 3, unit: str = "") -> str:
+    from ..core.intervals import format_interval
+
     if iv.mean is None:
         return "–"
-    text = f"{iv.mean * scale:.{digits}g}{unit}"
-    if iv.half_width is not None:
-        text += f" ± {iv.half_width * scale:.2g}"
-    return text
+    hw = None if iv.half_width is None else iv.half_width * scale
+    return format_interval(iv.mean * scale, hw, digits) + unit
 
 
 def _values_label(values: dict[str, Any]) -> str:
@@ -138,6 +139,7 @@ def write_plots(folder: Path, doc: SweepDocument) -> list[str]:
             if not numeric:
                 ax.set_xticks(range(len(xs)), [str(v) for v in xs])
             ax.grid(alpha=0.3)
+            ax.set_ylim(bottom=0)  # rates, latencies and CU are never negative
         axes[0][0].legend(fontsize=8)
         name = f"sweep_{metric}.png"
         fig.tight_layout()
@@ -159,12 +161,13 @@ def _line(ax, pts, tier, metric, x_path, xs, numeric) -> None:
         x.append(value if numeric else i)
         y.append(iv.mean)
         hw = iv.half_width or 0.0
-        lo.append(iv.mean - hw)
+        lo.append(max(iv.mean - hw, 0.0))  # every plotted metric is a rate, ms or CU: >= 0
         hi.append(iv.mean + hw)
     if not x:
         return
-    (line,) = ax.plot(x, y, marker="o", label=tier)
-    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    colour = tier_colour(tier)  # the tier's colour in every plot of every report
+    ax.plot(x, y, marker="o", label=tier, color=colour)
+    ax.fill_between(x, lo, hi, color=colour, alpha=0.2, linewidth=0)
 
 
 def render_html(markdown: str, folder: Path) -> str:

@@ -41,6 +41,7 @@ from ..results.summary import (  # noqa: E402
     TierSummary,
     p99_comparable,
 )
+from .colours import tier_colour  # noqa: E402
 
 _PNG_META = {"Software": None}
 
@@ -230,7 +231,7 @@ def latency_cdf(ax, latencies: dict[str, np.ndarray], p99_slo_ms: float | None =
             continue
         label = tiers[0] if len(tiers) == 1 else ", ".join(tiers) + " (identical)"
         ax.plot(x, np.arange(1, len(x) + 1) / len(x), lw=1.2, ls=styles[(i // 10) % 4],
-                color=f"C{i % 10}", label=label)
+                color=tier_colour(tiers[0]), label=label)
     if p99_slo_ms is not None:
         ax.axvline(p99_slo_ms, color="black", ls="--", lw=0.8, zorder=1)
         ax.axhline(0.99, color="black", ls=":", lw=0.8, zorder=1)

@@ -72,5 +72,14 @@ def _write_into(output: RunOutput, folder: Path) -> None:
                           output.latencies, output.slots, output.refused_handshakes)
     md = markdown.render(summary, png)
     (folder / "report.md").write_text(md, encoding="utf-8")
-    (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
+    (folder / "report.html").write_text(_html(md, folder, output), encoding="utf-8")
     (folder / "summary.json").write_text(summary.to_json(), encoding="utf-8")
+
+
+def _html(md: str, folder: Path, output: RunOutput) -> str:
+    """report.html: the Markdown with the interactive charts in place of their PNGs."""
+    from .interactive import REPLACES, chart_html, charts, plotly_js
+
+    drawn = charts(output.summary, output.windows, output.minutes)
+    by_png = {png: chart_html(cid, drawn[cid]) for png, cid in REPLACES.items() if cid in drawn}
+    return html.render(md, folder, by_png, plotly_js() if by_png else None)

@@ -214,20 +214,3 @@ def test_points_columns_have_stable_types(small_sweep):
     assert pts["throttle_rate"].dtype == np.float64
     assert pts["meets_slo"].dtype == bool
     assert list(pts.columns[:6]) == ["point", "variant", "replication", "seed", "load", "tier"]
-
-
-def test_progress_shows_runs_elapsed_and_estimate_on_a_terminal_only(capsys):
-    from sim.cli.sweep import _Progress
-
-    quiet = _Progress()
-    quiet.live = False
-    quiet(0, 3)
-    quiet(3, 3)
-    assert capsys.readouterr().err == ""
-    live = _Progress()
-    live.live = True
-    for done in (1, 2, 3):  # resumed: one run was already in the folder
-        live(done, 3)
-    err = capsys.readouterr().err
-    assert "\rruns 1/3  elapsed 0:00:00  left ~?" in err
-    assert "runs 3/3" in err and "left ~0:00:00" in err and err.endswith("\n")

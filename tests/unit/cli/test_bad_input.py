@@ -18,6 +18,9 @@ BAD_SCENARIO = 'name = "bad"\nduration = -5\n[account]\nkeys = ["k"]\n'
 # command -> (arguments; {tmp} is the test's folder, what the error line must name)
 CASES: dict[str, tuple[list[str], list[str]]] = {
     "run": (["{tmp}/bad.toml", "--out", "{tmp}/o"], ["{tmp}/bad.toml", "duration"]),
+    "init": (["{tmp}/new.toml", "--trace", "{tmp}/missing.csv"], ["{tmp}/missing.csv"]),
+    "schema": (["surplus"], ["surplus"]),
+    "export": (["{tmp}/missing-run"], ["{tmp}/missing-run"]),
     "validate": (["{tmp}/bad.toml"], ["{tmp}/bad.toml", "duration"]),
     "tiers": (["--json", "surplus"], ["surplus"]),
     "sweep": (["{tmp}/bad.toml", "--out", "{tmp}/o"], ["{tmp}/bad.toml", "duration"]),
