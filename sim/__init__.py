@@ -19,16 +19,17 @@ from .core.lazy import exports
 from .core.version import __version__
 
 _WHERE = {
-    "run": ".api", "RunResult": ".api",
+    "run": ".api", "RunResult": ".api", "advise": ".advisor",
     "load_summary": ".results.summary", "RunSummary": ".results.summary",
     "TierSummary": ".results.summary",
     "CapsimError": ".core.errors",
 }
 
 __all__ = ["CapsimError", "RunResult", "RunSummary", "TierSummary", "__version__",
-           "load_summary", "run"]
+           "advise", "load_summary", "run"]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .advisor import advise
     from .api import RunResult, run
     from .core.errors import CapsimError
     from .results.summary import RunSummary, TierSummary, load_summary
