@@ -11,6 +11,7 @@ listed in :func:`catalogue`'s ``skipped`` with the reason.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,8 @@ class Change:
         if self.kind == "pacing":
             n = self.params["sources"]
             return max((budget_cu - n * _burst(budget_cu, n)) / WINDOW_S / n, 1e-3)
+        if self.kind == "drop":
+            return 4.0  # 1 / share: a quarter of the calls
         return self.values[0]
 
 
@@ -81,8 +84,10 @@ def _burst(budget_cu: float, n_sources: int) -> float:
     return round(budget_cu * PACING_BURST_SHARE / n_sources, 3)
 
 
-def catalogue(loaded: LoadedScenario) -> tuple[list[Change], list[Skipped]]:
-    """The changes worth trying on ``loaded``'s clients, and the ones skipped (with why)."""
+def catalogue(loaded: LoadedScenario, seen: tuple[str, ...] = ()
+              ) -> tuple[list[Change], list[Skipped]]:
+    """The changes worth trying on ``loaded``'s clients, and the ones skipped (with why);
+    ``seen`` lists the billed methods a run called (what a replayed source may cache)."""
     sc = loaded.scenario
     changes: list[Change] = []
     skipped: list[Skipped] = []
@@ -111,7 +116,12 @@ def catalogue(loaded: LoadedScenario) -> tuple[list[Change], list[Skipped]]:
                                   throttles_only=False))
     for i, src in enumerate(sc.sources):
         changes.extend(_burst_changes(i, src, skipped))
-        changes.extend(_drop_changes(loaded, i, src))
+        changes.extend(_drop_changes(loaded, i, src, seen))
+        if src.workers is not None:
+            skipped.append(Skipped(f"cache calls of {src.name!r}",
+                                   "its closed-loop workers would send their next call at "
+                                   "once: the scenario's cache thins open-loop and replayed "
+                                   "sources only"))
     if sc.streams:
         for i, stream in enumerate(sc.streams):
             if stream.arrival is None and stream.connections > 1:
@@ -200,9 +210,22 @@ def _burst_changes(i: int, src, skipped) -> list[Change]:
     return out
 
 
-def _drop_changes(loaded: LoadedScenario, i: int, src) -> list[Change]:
-    """Step 2 of the catalogue (caching or dropping a share of one method's calls)."""
-    return []
+def _drop_changes(loaded: LoadedScenario, i: int, src, seen: tuple[str, ...]) -> list[Change]:
+    """Cache (or drop) a share of one billed method's calls of an open-loop or replayed
+    source (the scenario's ``cache``): searched as ``1 / share``, so that a larger value
+    is milder, from 25 % (``start`` 4) to 100 % (1) and down to 3 % (32)."""
+    if src.workers is not None:
+        return []  # (catalogue() names the skip)
+    methods = seen if src.trace is not None else tuple(src.mix)
+    out = []
+    for m in methods:
+        if m != SIZE_METHOD and loaded.pricing.rpc.cost(m) <= 0:
+            continue
+        out.append(Change("drop", f"{i}:{m}", f"cache a share of {m} calls of {src.name!r}",
+                          values=(32.0, 1.0), continuous=True, throttles_only=False,
+                          params={"index": i, "name": src.name, "method": m,
+                                  "cache": dict(src.cache)}))
+    return out
 
 
 # --- the settings as overrides ------------------------------------------------------
@@ -257,10 +280,14 @@ def _websockets(c: Change, n: int, _b) -> Step:
                 f"stream client {c.params['name']!r}: {n} connection(s)")
 
 
-def _drop(c: Change, share: float, _b) -> Step:
-    from .drop import drop_step
-
-    return drop_step(c, share)
+def _drop(c: Change, inverse_share: float, _b) -> Step:
+    share = min(1.0, float(f"{1.0 / inverse_share:.3g}"))
+    method = c.params["method"]
+    cache = {**c.params["cache"], method: share}
+    table = ", ".join(f"{json.dumps(k)} = {v!r}" for k, v in cache.items())
+    return Step(share, (f"sources[{c.params['index']}].cache={{{table}}}",),
+                f"source {c.params['name']!r}: cache {share * 100:.3g} % of its {method} "
+                "calls (answered by the client, never sent)")
 
 
 _STEPS = {"pacing": _pacing, "retry-after": _retry_policy, "exponential": _retry_policy,

@@ -233,7 +233,8 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
     rec = recommend(list(base)).tier
     by_name = {t.tier: t for t in base}
     rec_t = by_name.get(rec)
-    changes, skipped = catalogue(loaded)
+    seen = tuple(sorted({m for t in base for m, b in t.by_method.items() if b.cu_settled > 0}))
+    changes, skipped = catalogue(loaded, seen)
     cheaper = [t for t in loaded.tiers if _cheaper(by_name[t.name], rec_t)]
     slo = sc.slo
     ref = rec_t if rec_t is not None else max(base, key=lambda t: t.cu_per_window)
@@ -322,6 +323,15 @@ def _conclude(runner, tier, t, rec_t, mine: list[_Search], slo, replications, te
     for s in found[:3]:
         step, first = s.found
         ok, of = _verify(runner, tier, step.overrides, replications, first)
+        for k in range(1, 4 if s.change.continuous and ok < of else 0):
+            # At the edge of the verdict another seed may fail: a little stronger.
+            step = s.change.step(s.met / (1 + 2 * s.tolerance) ** k, s.budget_cu)
+            first = runner.run([(tier.name, step.overrides, 0)])[0]
+            if first is None or not first.meets_slo:
+                continue
+            ok, of = _verify(runner, tier, step.overrides, replications, first)
+            if ok == of:
+                break
         if ok == of:
             return _advice(tier, t, rec_t, FOUND, steps=[step], summary=first,
                            verified=f"{ok}/{of} replications meet the SLO", text=text,
@@ -395,7 +405,7 @@ def _advice(tier, t, rec_t, status, *, steps=(), summary=None, verified="", text
     cost = None
     if summary is not None:
         base = rec_t if rec_t is not None else t
-        cost = _cost(summary, base, steps, duration_s)
+        cost = _cost(summary, base, t, steps, duration_s)
     pacing = next((s.value for s in steps if s.overrides and ".pacing=" in s.overrides[0]),
                   None)
     return TierAdvice(tier=tier.name, monthly_usd=t.monthly_usd, saved_usd_per_month=saved,
@@ -406,10 +416,16 @@ def _advice(tier, t, rec_t, status, *, steps=(), summary=None, verified="", text
                       tried=tried)
 
 
-def _cost(t: TierSummary, base: TierSummary, steps, duration_s: float) -> ClientCost:
+def _cost(t: TierSummary, base: TierSummary, same_tier: TierSummary, steps,
+          duration_s: float) -> ClientCost:
+    """``t`` (the change on its tier) against ``base`` (the recommended tier as the
+    scenario stands); the requests cached are counted against ``same_tier`` (this tier
+    as it stands), whose demand differs only by them."""
     def diff(a, b):
         return None if a is None or b is None else a - b
-    dropped = sum(getattr(s, "dropped_share", 0.0) for s in steps)
+    caches = any(".cache=" in o for s in steps for o in s.overrides)
+    dropped = (max(0.0, 1.0 - t.requests / same_tier.requests)
+               if caches and same_tier.requests else 0.0)
     return ClientCost(added_p50_ms=diff(t.latency_ms.p50, base.latency_ms.p50),
                       added_p99_ms=diff(t.latency_ms.p99, base.latency_ms.p99),
                       failure_rate=t.failure_rate,
