@@ -18,6 +18,7 @@ from typing import Any
 from ..config.resolved import LoadedScenario
 from ..config.scenario import SIZE_METHOD
 from ..core.vocabulary import WINDOW_S
+from ..jobs.identical import NO_HEADER, json_rpc_only
 
 PACING_BURST_SHARE = 0.01
 """A paced client's bucket holds this share of the tier's window budget (per source):
@@ -148,26 +149,10 @@ def _billed(loaded: LoadedScenario, src) -> bool:
     return any(m == SIZE_METHOD or loaded.pricing.rpc.cost(m) > 0 for m in src.mix)
 
 
-def _json_rpc_only(loaded: LoadedScenario, srcs) -> bool:
-    """Whether every request of ``srcs`` is JSON-RPC (a refusal is -32005, no header)."""
-    methods = loaded.scenario.methods
-    for s in srcs:
-        if s.trace is not None:
-            return False
-        for m in s.mix:
-            if m == SIZE_METHOD or methods.get(m) is None or methods[m].api != "rpc":
-                return False
-    return True
-
-
-NO_HEADER = ("its requests are all JSON-RPC, whose -32005 carries no Retry-After: "
-             "retry-after falls back to exponential backoff with the same base and cap")
-
-
 def _retry_changes(loaded, name, client, srcs, skipped) -> list[Change]:
     retry = client.retry
     out: list[Change] = []
-    json_rpc = _json_rpc_only(loaded, srcs)
+    json_rpc = json_rpc_only(loaded.scenario, name)
     if retry.policy != "retry-after":
         if json_rpc and retry.policy == "exponential":
             skipped.append(Skipped(f"honour Retry-After in client {name!r}", NO_HEADER))

@@ -36,6 +36,7 @@ from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..core.limits import MAX_REPLICATIONS
 from ..core.rng import replication_seed
+from ..jobs.sweep_results import cu_per_day as _cu_per_day
 from ..metrics.figures import recommend
 from ..results.summary import SLO_CRITERIA, RunSummary, TierSummary
 from .catalogue import Change, Step, catalogue
@@ -193,10 +194,8 @@ def shortfall(t: TierSummary, slo) -> float:
 
 
 def cu_per_day(t: TierSummary, duration_s: float) -> float:
-    """CU the run charged, per day of its rate (settled requests, handshakes, publishes)."""
-    ws = t.websockets
-    extra = 0.0 if ws is None else ws.cu_connect + ws.cu_publish
-    return (t.cu.settled + extra) * 86400.0 / duration_s
+    """CU the run charged, per day of its rate (the CI gate's figure)."""
+    return _cu_per_day(t, duration_s) or 0.0
 
 
 def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
