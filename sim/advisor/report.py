@@ -1,5 +1,13 @@
-"""The advisor's report folder (``capsim advise --out DIR``): ``advice.json`` and
-``report.md`` (a section per cheaper tier: the change, what it saves and costs)."""
+"""The advisor's report folder (``capsim advise --out DIR``): ``advice.json``,
+``report.md`` (a section per cheaper tier: the change, what it saves and costs) and
+``advice.png``: the cheaper tiers against the change each needs, with the SLO.
+
+The plot has two panels, one bar group per cheaper tier (cheapest first). Left: the
+change found, as its size (the pacing rate in CU/s beside the closed form, window
+budget / 12 s; or the share of calls cached). Right: how far each tier is from the SLO
+as the scenario stands and with the change (the largest ratio of an SLO figure to its
+limit, log scale), the SLO a dashed line at 1. The PNG carries no software metadata,
+so reruns are byte-stable."""
 
 from __future__ import annotations
 
@@ -46,5 +54,64 @@ def write_advice(advice: Advice, out_dir: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "advice.json",
                  json.dumps(advice.to_dict(), indent=2, allow_nan=False) + "\n")
-    write_atomic(folder / "report.md", advice_markdown(advice))
+    plot = "advice.png" if write_plot(advice, folder / "advice.png") else None
+    write_atomic(folder / "report.md", advice_markdown(advice, plot))
     return folder
+
+
+def write_plot(advice: Advice, path: Path) -> bool:
+    """Draw ``advice.png``; False (nothing written) when there is no cheaper tier."""
+    tiers = [t for t in advice.tiers if t.shortfall_before is not None]
+    if not tiers:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [f"{t.tier}\n${t.monthly_usd:,.0f}" if t.monthly_usd is not None else t.tier
+             for t in tiers]
+    x = list(range(len(tiers)))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(max(8, 2.2 * len(tiers) + 4), 4.2))
+    paced = [(i, t) for i, t in enumerate(tiers) if t.pacing_cu_per_s is not None]
+    cached = [(i, t) for i, t in enumerate(tiers) if t.cache_share is not None]
+    if paced:
+        left.bar([i - 0.2 for i, _ in paced], [t.pacing_cu_per_s for _, t in paced],
+                 width=0.4, label="pacing found (CU/s)")
+        left.bar([i + 0.2 for i, _ in paced], [t.cu_per_window / 12 for _, t in paced],
+                 width=0.4, alpha=0.5, label="window budget / 12 s")
+        left.set_ylabel("pacing rate (CU/s)")
+    if cached:
+        axis = left.twinx() if paced else left
+        axis.plot([i for i, _ in cached], [t.cache_share * 100 for _, t in cached], "o",
+                  color="tab:red", label="share of calls cached (%)")
+        axis.set_ylabel("calls cached (%)")
+        axis.set_ylim(0, 105)
+        if paced:
+            axis.legend(fontsize=8, loc="upper right")
+    for i, t in enumerate(tiers):
+        if t.status not in (FOUND, UNVERIFIED) or (t.pacing_cu_per_s is None
+                                                   and t.cache_share is None):
+            words = {"found": "other change", "unverified": "other change"}.get(
+                t.status, "no change" if t.status != "skipped" else "not searched")
+            left.annotate(words, (i, 0), ha="center", va="bottom", fontsize=8,
+                          rotation=90)
+    left.set_xticks(x, names, fontsize=8)
+    left.set_title("the change each cheaper tier needs", fontsize=10)
+    if paced:
+        left.legend(fontsize=8, loc="upper left")
+    before = [t.shortfall_before for t in tiers]
+    after = [t.shortfall_after if t.shortfall_after is not None else float("nan")
+             for t in tiers]
+    right.bar([i - 0.2 for i in x], before, width=0.4, label="as it stands")
+    right.bar([i + 0.2 for i in x], after, width=0.4, label="with the change (or closest)")
+    right.axhline(1.0, color="black", ls="--", lw=1.0, label="SLO")
+    right.set_yscale("log")
+    right.set_ylabel("worst SLO figure / its limit")
+    right.set_xticks(x, names, fontsize=8)
+    right.set_title("distance from the SLO", fontsize=10)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return True

@@ -56,7 +56,10 @@ class TierAdvice:
     reason: str = ""  # SKIPPED / NONE: why; NONE: the closest change and what it misses
     pacing_cu_per_s: float | None = None  # the pacing rate found, when the change paces
     tried: int = 0  # changes searched on this tier
-    runs: int = 0  # model runs spent on this tier
+    cu_per_window: float | None = None  # the tier's window budget
+    shortfall_before: float | None = None  # largest SLO figure / its limit, as it stands
+    shortfall_after: float | None = None  # the same with the change (or the closest one)
+    cache_share: float | None = None  # the share of calls cached, when the change caches
 
     def describe(self) -> str:
         """A few lines for a terminal."""

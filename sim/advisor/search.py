@@ -244,7 +244,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
         t = by_name[tier.name]
         reason = _unreachable(t)
         if reason:
-            answers[tier.name] = _advice(tier, t, rec_t, SKIPPED, reason=reason)
+            answers[tier.name] = _advice(tier, t, rec_t, slo=slo, status=SKIPPED, reason=reason)
             continue
         allowance = loaded.pricing.for_tier(tier).daily_allowance_cu
         short_allowance = (slo.allowance_must_last_day and sc.duration_s < 86400
@@ -263,7 +263,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
                    "cuts CU" if short_allowance else
                    "its window never throttles, and nothing else it misses is a client "
                    "change of the catalogue")
-            answers[tier.name] = _advice(tier, t, rec_t, NONE, reason=why)
+            answers[tier.name] = _advice(tier, t, rec_t, slo=slo, status=NONE, reason=why)
             continue
         searches.extend(mine)
     _search_all(runner, searches, slo, say)
@@ -332,13 +332,13 @@ def _conclude(runner, tier, t, rec_t, mine: list[_Search], slo, replications, te
             if ok == of:
                 break
         if ok == of:
-            return _advice(tier, t, rec_t, FOUND, steps=[step], summary=first,
+            return _advice(tier, t, rec_t, slo=slo, status=FOUND, steps=[step], summary=first,
                            verified=f"{ok}/{of} replications meet the SLO", text=text,
                            duration_s=duration_s, tried=tried)
     if found:
         step, first = found[0].found
         ok, of = _verify(runner, tier, step.overrides, replications, first)
-        return _advice(tier, t, rec_t, UNVERIFIED, steps=[step], summary=first,
+        return _advice(tier, t, rec_t, slo=slo, status=UNVERIFIED, steps=[step], summary=first,
                        verified=f"{ok}/{of} replications meet the SLO", text=text,
                        duration_s=duration_s, tried=tried)
     unfinished = [s for s in mine if not s.done]
@@ -355,19 +355,22 @@ def _conclude(runner, tier, t, rec_t, mine: list[_Search], slo, replications, te
             f"{'meets' if got.meets_slo else 'fails'}")
         if got.meets_slo:
             ok, of = _verify(runner, tier, both, replications, got)
-            return _advice(tier, t, rec_t, FOUND if ok == of else UNVERIFIED, steps=steps,
+            return _advice(tier, t, rec_t, slo=slo, status=FOUND if ok == of else UNVERIFIED,
+                           steps=steps,
                            summary=got, verified=f"{ok}/{of} replications meet the SLO",
                            text=text, duration_s=duration_s, tried=tried)
     if unfinished:
-        return _advice(tier, t, rec_t, UNFINISHED, tried=tried,
+        return _advice(tier, t, rec_t, slo=slo, status=UNFINISHED, tried=tried,
                        reason=f"{len(unfinished)} of {tried} changes not searched to the "
                               "end; raise --budget")
+    got = None
     if close:
         gap, step, got = close[0].closest
         reason = (f"the closest is {step.words}: {_misses(got, slo)}")
     else:
         reason = "nothing was tried"
-    return _advice(tier, t, rec_t, NONE, reason=reason, tried=tried)
+    return _advice(tier, t, rec_t, slo=slo, status=NONE, reason=reason, tried=tried,
+                   closest=got)
 
 
 def _clash(a: Step, b: Step) -> bool:
@@ -396,8 +399,9 @@ def _misses(t: TierSummary, slo) -> str:
     return ", ".join(parts) or "meets on replication 0 only"
 
 
-def _advice(tier, t, rec_t, status, *, steps=(), summary=None, verified="", text="",
-            duration_s=1.0, reason="", tried=0) -> TierAdvice:
+def _advice(tier, t, rec_t, *, status, steps=(), summary=None, verified="", text="",
+            duration_s=1.0, reason="", tried=0, slo=None, closest=None) -> TierAdvice:
+    after = summary if summary is not None else closest
     saved = (None if rec_t is None or rec_t.monthly_usd is None or t.monthly_usd is None
              else rec_t.monthly_usd - t.monthly_usd)
     overrides = tuple(o for s in steps for o in s.overrides)
@@ -407,12 +411,22 @@ def _advice(tier, t, rec_t, status, *, steps=(), summary=None, verified="", text
         cost = _cost(summary, base, t, steps, duration_s)
     pacing = next((s.value for s in steps if s.overrides and ".pacing=" in s.overrides[0]),
                   None)
+    cached = next((s.value for s in steps if s.overrides and ".cache=" in s.overrides[0]),
+                  None)
     return TierAdvice(tier=tier.name, monthly_usd=t.monthly_usd, saved_usd_per_month=saved,
                       status=status, change=tuple(s.words for s in steps),
                       overrides=overrides,
                       snippet=toml_snippet(text, overrides) if overrides else "",
                       verified=verified, cost=cost, reason=reason, pacing_cu_per_s=pacing,
-                      tried=tried)
+                      tried=tried, cu_per_window=t.cu_per_window,
+                      shortfall_before=_finite(shortfall(t, slo)) if slo else None,
+                      shortfall_after=(_finite(shortfall(after, slo))
+                                       if slo and after is not None else None),
+                      cache_share=cached)
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isinf(x) or math.isnan(x) else x
 
 
 def _cost(t: TierSummary, base: TierSummary, same_tier: TierSummary, steps,

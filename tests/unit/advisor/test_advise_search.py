@@ -69,3 +69,4 @@ def test_the_command_prints_the_tiers_and_writes_the_folder(tmp_path):
     assert got.exit_code == 0, got.output
     assert "recommended tier Professional bundle" in got.output
     assert (out / "advice.json").exists() and (out / "report.md").exists()
+    assert (out / "advice.png").exists()
