@@ -110,7 +110,8 @@ class Advice:
         out = [f"advice for {self.scenario}: {rec}; {self.runs} model runs "
                f"(budget {self.budget}), {self.replications} replication(s) to verify"]
         if not self.tiers:
-            out.append("no cheaper tier to reach")
+            out.append("no cheaper tier to reach" if self.recommended is not None
+                       else "no tier with a monthly price to search")
         for t in self.tiers:
             out.append(t.describe())
         for title, why in self.skipped_changes:

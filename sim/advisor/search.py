@@ -12,9 +12,11 @@ the catalogue (:mod:`sim.advisor.catalogue`) that makes it meet the SLO.
    at the first that meets; a continuous one (the pacing rate) doubles or halves from
    its closed-form start (the window budget / 12 s) until the verdict flips, then
    bisects geometrically to ``tolerance``.
-4. The change that costs the client least (fewest failures, then the lowest p99) is
-   verified at replications 1 .. R-1 on the same seeds as every run (common random
-   numbers); if none of the single changes is enough, the best pair of the closest ones.
+4. The change that costs the client least (fewest calls cached, then fewest failures,
+   then the lowest p99) is verified at replications 1 .. R-1 on the same seeds as
+   every run (common random numbers); a continuous change that another replication
+   fails at the edge is made a little stronger and verified again. If no single
+   change is enough, the best pair of the closest ones is tried.
 
 A run is one tier simulated once; ``budget`` bounds them all. With ``store``, each
 run's summary is kept as it finishes (``runs/<hash>.json``): the same call again runs
@@ -317,8 +319,14 @@ def _search_all(runner: _Runner, searches: list[_Search], slo, say) -> None:
 def _conclude(runner, tier, t, rec_t, mine: list[_Search], slo, replications, text,
               duration_s, say) -> TierAdvice:
     tried = len(mine)
-    found = sorted((s for s in mine if s.found is not None),
-                   key=lambda s: (s.found[1].failure_rate, s.found[1].latency_ms.p99 or 0))
+    def client_cost(s: _Search) -> tuple:
+        # Fewest calls cached first (a change that keeps every call beats one that
+        # drops some), then fewest failures, then the lowest p99.
+        got = s.found[1]
+        cached = 1.0 - got.requests / t.requests if s.change.kind == "drop" and t.requests \
+            else 0.0
+        return (round(cached, 6), got.failure_rate, got.latency_ms.p99 or 0)
+    found = sorted((s for s in mine if s.found is not None), key=client_cost)
     for s in found[:3]:
         step, first = s.found
         ok, of = _verify(runner, tier, step.overrides, replications, first)
