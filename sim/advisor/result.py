@@ -26,7 +26,9 @@ class ClientCost:
     added_p99_ms: float | None
     failure_rate: float
     added_failure_rate: float
-    dropped_share: float  # requests served from a cache or dropped by the change
+    dropped_share: float
+    """With a cache: the share fewer requests sent than on this tier as it stands (the
+    calls cached; a closed-loop source, throttled less, may send more); else 0."""
     cu_per_day: float
     base_cu_per_day: float
 
@@ -36,7 +38,7 @@ class ClientCost:
             return "p? n/a" if v is None else f"{v:+,.0f} ms"
         return (f"{ms(self.added_p50_ms)} p50, {ms(self.added_p99_ms)} p99; "
                 f"{self.failure_rate:.2%} of requests fail ({self.added_failure_rate:+.2%}); "
-                f"{self.dropped_share:.1%} cached or dropped; "
+                f"{self.dropped_share:.1%} fewer requests sent (cached); "
                 f"{self.cu_per_day:,.0f} CU/day (was {self.base_cu_per_day:,.0f})")
 
 
