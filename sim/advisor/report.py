@@ -40,6 +40,10 @@ def advice_markdown(advice: Advice, plot: str | None = None) -> str:
         out += ["", f"### {t.tier}: {' + '.join(t.change)}", "",
                 f"{t.verified}. Cost to the client: {t.cost.words()}.", "",
                 "```toml", t.snippet, "```"]
+    for t in advice.tiers:
+        if t.not_tried:
+            out += ["", f"Not tried on {t.tier}:", ""]
+            out += [f"* {line}" for line in t.not_tried]
     if advice.skipped_changes:
         out += ["", "## Changes not tried, and why", ""]
         out += [f"* {title}: {why}" for title, why in advice.skipped_changes]

@@ -62,6 +62,7 @@ class TierAdvice:
     shortfall_before: float | None = None  # largest SLO figure / its limit, as it stands
     shortfall_after: float | None = None  # the same with the change (or the closest one)
     cache_share: float | None = None  # the share of calls cached, when the change caches
+    not_tried: tuple[str, ...] = ()  # "change: why it cannot help this tier"
 
     def describe(self) -> str:
         """A few lines for a terminal."""

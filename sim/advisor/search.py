@@ -30,7 +30,7 @@ import itertools
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +241,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
     ref = rec_t if rec_t is not None else max(base, key=lambda t: t.cu_per_window)
     need_cu = cu_per_day(ref, sc.duration_s)
     answers: dict[str, TierAdvice] = {}
+    tier_skips: dict[str, tuple[str, ...]] = {}
     searches: list[_Search] = []
     for tier in cheaper:
         t = by_name[tier.name]
@@ -251,14 +252,15 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
         allowance = loaded.pricing.for_tier(tier).daily_allowance_cu
         short_allowance = (slo.allowance_must_last_day and sc.duration_s < 86400
                            and allowance is not None and need_cu > allowance)
-        throttled = t.throttled > 0
         mine = []
+        not_tried = []
         for c in changes:
-            if short_allowance and c.kind not in CUTS_CU:
-                continue
-            if c.throttles_only and not throttled and c.kind not in CUTS_CU:
+            why = _irrelevant(c, t, short_allowance)
+            if why:
+                not_tried.append(f"{c.title}: {why}")
                 continue
             mine.append(_Search(tier, c, tier.cu_per_window, tolerance))
+        tier_skips[tier.name] = tuple(not_tried)
         if not mine:
             why = (f"the traffic charges {need_cu:,.0f} CU a day, more than its "
                    f"{allowance:,.0f} CU daily allowance, and no change in the catalogue "
@@ -275,6 +277,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
         mine = [s for s in searches if s.tier.name == tier.name]
         answers[tier.name] = _conclude(runner, tier, by_name[tier.name], rec_t, mine, slo,
                                        replications, text, sc.duration_s, say)
+    answers = {k: replace(a, not_tried=tier_skips.get(k, ())) for k, a in answers.items()}
     return Advice(scenario=sc.name, scenario_file=label, recommended=rec,
                   recommended_usd=None if rec_t is None else rec_t.monthly_usd,
                   replications=replications, budget=budget, runs=runner.runs,
@@ -289,6 +292,24 @@ def _cheaper(t: TierSummary, rec: TierSummary | None) -> bool:
     if rec is None:
         return True
     return rec.monthly_usd is not None and t.monthly_usd < rec.monthly_usd
+
+
+def _irrelevant(c: Change, t: TierSummary, short_allowance: bool) -> str:
+    """Why ``c`` cannot make tier ``t`` meet, as ``t`` fails as it stands ("" if it might)."""
+    if c.kind in CUTS_CU:
+        return ""
+    if short_allowance:
+        return ("the traffic charges more CU a day than this tier's allowance: only a "
+                "change that removes calls can help")
+    if c.throttles_only and t.throttled == 0:
+        return "this tier's window never throttles as it stands"
+    if c.kind == "connections" and not (t.connections.refused_430
+                                        or t.connections.attempts_waiting_for_stream):
+        return "no 430 refusal and no attempt waiting for a stream on this tier"
+    if c.kind == "fewer-websockets" and (t.websockets is None
+                                         or not t.websockets.handshakes.get("435", 0)):
+        return "no handshake refused with 435 (the slot cap) on this tier"
+    return ""
 
 
 def _unreachable(t: TierSummary) -> str:
