@@ -80,7 +80,7 @@ def difference_lines(doc: SweepDocument) -> list[str]:
                      f"p99 {p99_text}, CU/day {_signed(d.cu_per_day)}, allowance "
                      f"{_signed(d.allowance_days, '.2f')} days on {d.tier}")
     for c in doc.cheapest_differences:
-        if c.variant in identical:
+        if c.variant in identical or (c.tier is None and c.base_tier is None):
             continue
         where = _values_label(c.values) if doc.vary else ""
         lines.append(f"{c.variant}{' (' + where + ')' if where else ''}: cheapest tier "
