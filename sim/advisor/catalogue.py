@@ -131,6 +131,9 @@ def catalogue(loaded: LoadedScenario, seen: tuple[str, ...] = ()
                                       values=tuple(range(stream.connections - 1, 0, -1)),
                                       throttles_only=False,
                                       params={"name": stream.name}))
+        skipped.append(Skipped("unbilled streams",
+                               "which stream events are billed is the service's pricing "
+                               "(websocket.publish_cu), not a setting of the client"))
     else:
         skipped.append(Skipped("fewer websockets or unbilled streams",
                                "the scenario holds no [[streams]]"))

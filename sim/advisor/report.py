@@ -50,12 +50,40 @@ def advice_markdown(advice: Advice, plot: str | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_advice(advice: Advice, out_dir: str | Path) -> Path:
-    """Write ``advice.json`` and ``report.md`` into ``out_dir`` (created if needed)."""
+MANIFEST = "advice-manifest.json"
+"""The file that makes a folder capsim's advice folder (and so one it may write into)."""
+
+
+def claim_folder(out_dir: str | Path) -> Path:
+    """``out_dir`` as an advice folder: created, or an empty folder, or one holding
+    :data:`MANIFEST` (resumed in place); anything else is a
+    :class:`~sim.core.errors.CapsimError` before any run (nothing a user did not create
+    with capsim is overwritten)."""
+    from ..core.errors import CapsimError
     from ..jobs.sweep_store import write_atomic
 
     folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise CapsimError(f"{folder} is a file, not a folder", field="--out")
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / MANIFEST).is_file():
+        raise CapsimError(f"{folder} exists and is not a capsim advice folder (no {MANIFEST}): "
+                          "give a new or empty folder", field="--out")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / MANIFEST).is_file():
+            write_atomic(folder / MANIFEST, json.dumps({"kind": "capsim advise"}) + "\n")
+    except OSError as err:
+        raise CapsimError(f"cannot write the advice folder {folder} ({err.strerror})",
+                          field="--out") from None
+    return folder
+
+
+def write_advice(advice: Advice, out_dir: str | Path) -> Path:
+    """Write ``advice.json``, ``report.md`` and ``advice.png`` into ``out_dir`` (claimed
+    by :func:`claim_folder`)."""
+    from ..jobs.sweep_store import write_atomic
+
+    folder = claim_folder(out_dir)
     write_atomic(folder / "advice.json",
                  json.dumps(advice.to_dict(), indent=2, allow_nan=False) + "\n")
     plot = "advice.png" if write_plot(advice, folder / "advice.png") else None

@@ -223,6 +223,10 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
     loaded = load_scenario(scenario, tiers=list(tiers), overrides=list(overrides))
     sc = loaded.scenario
     label, text = scenario_source(scenario)
+    if store is not None:
+        from .report import claim_folder
+
+        claim_folder(store)
     runner = _Runner(executor or SequentialExecutor(), text, label, tuple(overrides),
                      sc.seed, budget, Path(store) if store is not None else None)
     say = progress or (lambda _line: None)

@@ -70,3 +70,20 @@ def test_the_command_prints_the_tiers_and_writes_the_folder(tmp_path):
     assert "recommended tier Professional bundle" in got.output
     assert (out / "advice.json").exists() and (out / "report.md").exists()
     assert (out / "advice.png").exists()
+
+
+def test_the_command_prints_json_for_scripts():
+    import json
+
+    got = CliRunner().invoke(main, ["advise", "--set", "duration=120", "--replications", "1",
+                                    "--tier", "RPC + Search", "--tier", "Professional bundle",
+                                    "--json"])
+    assert got.exit_code == 0, got.output
+    data = json.loads(got.output)
+    assert data["recommended"] == "Professional bundle" and data["runs"] >= 2
+    assert [t["tier"] for t in data["tiers"]] == ["RPC + Search"]
+
+
+def test_a_zero_budget_is_a_usage_error():
+    got = CliRunner().invoke(main, ["advise", "--budget", "0"])
+    assert got.exit_code == 2

@@ -42,3 +42,18 @@ def test_the_folder_holds_the_answer_and_a_stable_plot(tmp_path):
     assert "* batch sizing items: why" in md
     png = (tmp_path / "a" / "advice.png").read_bytes()
     assert png[:4] == b"\x89PNG" and png == (tmp_path / "b" / "advice.png").read_bytes()
+
+
+def test_a_folder_capsim_did_not_make_is_refused(tmp_path):
+    import pytest
+
+    from sim.core.errors import CapsimError
+
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(CapsimError, match="not a capsim advice folder"):
+        write_advice(_advice(), mine)
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    write_advice(_advice(), tmp_path / "new")
+    write_advice(_advice(), tmp_path / "new")  # its own folder: written again
