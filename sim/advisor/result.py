@@ -74,7 +74,8 @@ class TierAdvice:
             lines = [f"{head}: meets the SLO with {' + '.join(self.change)}"
                      f" ({self.verified})"]
             if self.status == UNVERIFIED:
-                lines.append("  not verified: it does not meet on every replication")
+                lines.append("  not verified: it does not meet on every replication (or --budget "
+                             "ran out before they all ran)")
             lines.append(f"  cost to the client: {self.cost.words()}")
             lines.append("  paste into the scenario:")
             lines.extend("    " + s for s in self.snippet.splitlines())
