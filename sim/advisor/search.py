@@ -16,18 +16,15 @@ the catalogue (:mod:`sim.advisor.catalogue`) that makes it meet the SLO.
    then the lowest p99) is verified at replications 1 .. R-1 on the same seeds as
    every run (common random numbers); a continuous change that another replication
    fails at the edge is made a little stronger and verified again. If no single
-   change is enough, the best pair of the closest ones is tried.
+   change is enough, the best pair of the closest ones is tried (:mod:`.conclude`).
 
 A run is one tier simulated once; ``budget`` bounds them all. With ``store``, each
 run's summary is kept as it finishes (``runs/<hash>.json``): the same call again runs
-only what is missing.
+only what is missing (:mod:`.runs`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -37,87 +34,19 @@ from typing import Any
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..core.limits import MAX_REPLICATIONS
-from ..core.rng import replication_seed
-from ..jobs.sweep_results import cu_per_day as _cu_per_day
 from ..metrics.figures import recommend
-from ..results.summary import SLO_CRITERIA, RunSummary, TierSummary
+from ..results.summary import TierSummary
 from .catalogue import Change, Step, catalogue
-from .result import FOUND, NONE, SKIPPED, UNFINISHED, UNVERIFIED, Advice, ClientCost, TierAdvice
-from .snippet import toml_snippet
+from .conclude import advice_of, conclude, cu_per_day, shortfall
+from .result import NONE, SKIPPED, Advice, TierAdvice
+from .runs import Runner
 
 CUTS_CU = frozenset({"drop"})
 """The kinds of change that remove CU (the others move it in time or retry less)."""
 
 
-class _Runner:
-    """Runs (tier, overrides, replication) on the executor, once each, within budget."""
-
-    def __init__(self, executor, text: str, label: str, overrides: tuple[str, ...],
-                 seed: int, budget: int, store: Path | None) -> None:
-        self.executor, self.text, self.label = executor, text, label
-        self.overrides, self.seed, self.budget = overrides, seed, budget
-        self.store = store
-        self.memo: dict[tuple, TierSummary] = {}
-        self.runs = 0  # model runs spent (kept runs read back from the store count too)
-
-    def left(self) -> int:
-        return self.budget - self.runs
-
-    def run(self, wanted: list[tuple[str, tuple[str, ...], int]]) -> list[TierSummary | None]:
-        """The summaries of ``wanted`` (None for a run past the budget)."""
-        from ..jobs.run_one import simulate
-        from ..jobs.sweep_plan import RunSpec
-
-        todo: dict[tuple, RunSpec] = {}
-        for key in wanted:
-            if key in self.memo or key in todo:
-                continue
-            kept = self._read(key)
-            if kept is not None:
-                self.memo[key] = kept
-                self.runs += 1
-                continue
-            if self.runs + len(todo) >= self.budget:
-                continue
-            tier, extra, r = key
-            todo[key] = RunSpec(run_id=self._id(key), point=0, variant="advise",
-                                replication=r, seed=replication_seed(self.seed, r),
-                                overrides=(*self.overrides, *extra), scenario_text=self.text,
-                                scenario_label=self.label, tiers=(tier,))
-        by_id = {spec.run_id: key for key, spec in todo.items()}
-        for spec, out in self.executor.as_completed(simulate, list(todo.values())):
-            key = by_id[spec.run_id]
-            self.memo[key] = RunSummary.from_json(out).tiers[0]
-            self.runs += 1
-            self._write(key, out)
-        return [self.memo.get(k) for k in wanted]
-
-    def _id(self, key) -> str:
-        text = json.dumps([key[0], list(self.overrides), list(key[1]), key[2], self.seed,
-                           hashlib.sha256(self.text.encode()).hexdigest()])
-        return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-    def _read(self, key) -> TierSummary | None:
-        if self.store is None:
-            return None
-        path = self.store / "runs" / f"{self._id(key)}.json"
-        try:
-            return RunSummary.from_json(path.read_text("utf-8")).tiers[0]
-        except (OSError, ValueError, CapsimError):
-            return None
-
-    def _write(self, key, out: str) -> None:
-        if self.store is None:
-            return
-        from ..jobs.sweep_store import write_atomic
-
-        folder = self.store / "runs"
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(folder / f"{self._id(key)}.json", out)
-
-
 @dataclass
-class _Search:
+class Search:
     """One change on one tier: the settings tried, the mildest meeting one found."""
 
     tier: Tier
@@ -178,28 +107,6 @@ class _Search:
             self.value = math.sqrt(self.met * self.failed)
 
 
-def shortfall(t: TierSummary, slo) -> float:
-    """How far ``t`` is from meeting ``slo``: the largest ratio of an SLO figure to its
-    limit (1 or less: within it; an undefined p99 counts as far; the daily allowance as
-    24 h over the hours it lasts)."""
-    worst = 0.0
-    for c in SLO_CRITERIA:
-        v, limit = c.read(t), c.limit(slo)
-        if v is None:
-            worst = max(worst, 10.0)
-            continue
-        worst = max(worst, v / limit if limit > 0 else (1.0 + 1e6 * v))
-    lasts = t.daily_allowance.lasts_h
-    if getattr(slo, "allowance_must_last_day", False) and lasts is not None:
-        worst = max(worst, 24.0 / lasts if lasts > 0 else math.inf)
-    return worst
-
-
-def cu_per_day(t: TierSummary, duration_s: float) -> float:
-    """CU the run charged, per day of its rate (the CI gate's figure)."""
-    return _cu_per_day(t, duration_s) or 0.0
-
-
 def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
            replications: int = 3, budget: int = 400, tolerance: float = 0.02,
            executor=None, store: str | Path | None = None,
@@ -227,7 +134,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
         from .report import claim_folder
 
         claim_folder(store)
-    runner = _Runner(executor or SequentialExecutor(), text, label, tuple(overrides),
+    runner = Runner(executor or SequentialExecutor(), text, label, tuple(overrides),
                      sc.seed, budget, Path(store) if store is not None else None)
     say = progress or (lambda _line: None)
     base = runner.run([(t.name, (), 0) for t in loaded.tiers])
@@ -246,12 +153,12 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
     need_cu = cu_per_day(ref, sc.duration_s)
     answers: dict[str, TierAdvice] = {}
     tier_skips: dict[str, tuple[str, ...]] = {}
-    searches: list[_Search] = []
+    searches: list[Search] = []
     for tier in cheaper:
         t = by_name[tier.name]
         reason = _unreachable(t)
         if reason:
-            answers[tier.name] = _advice(tier, t, rec_t, slo=slo, status=SKIPPED, reason=reason)
+            answers[tier.name] = advice_of(tier, t, rec_t, slo=slo, status=SKIPPED, reason=reason)
             continue
         allowance = loaded.pricing.for_tier(tier).daily_allowance_cu
         short_allowance = (slo.allowance_must_last_day and sc.duration_s < 86400
@@ -263,7 +170,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
             if why:
                 not_tried.append(f"{c.title}: {why}")
                 continue
-            mine.append(_Search(tier, c, tier.cu_per_window, tolerance))
+            mine.append(Search(tier, c, tier.cu_per_window, tolerance))
         tier_skips[tier.name] = tuple(not_tried)
         if not mine:
             why = (f"the traffic charges {need_cu:,.0f} CU a day, more than its "
@@ -271,7 +178,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
                    "cuts CU" if short_allowance else
                    "its window never throttles, and nothing else it misses is a client "
                    "change of the catalogue")
-            answers[tier.name] = _advice(tier, t, rec_t, slo=slo, status=NONE, reason=why)
+            answers[tier.name] = advice_of(tier, t, rec_t, slo=slo, status=NONE, reason=why)
             continue
         searches.extend(mine)
     _search_all(runner, searches, slo, say)
@@ -279,7 +186,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
         if tier.name in answers:
             continue
         mine = [s for s in searches if s.tier.name == tier.name]
-        answers[tier.name] = _conclude(runner, tier, by_name[tier.name], rec_t, mine, slo,
+        answers[tier.name] = conclude(runner, tier, by_name[tier.name], rec_t, mine, slo,
                                        replications, text, sc.duration_s, say)
     answers = {k: replace(a, not_tried=tier_skips.get(k, ())) for k, a in answers.items()}
     return Advice(scenario=sc.name, scenario_file=label, recommended=rec,
@@ -325,7 +232,7 @@ def _unreachable(t: TierSummary) -> str:
     return ""
 
 
-def _search_all(runner: _Runner, searches: list[_Search], slo, say) -> None:
+def _search_all(runner: Runner, searches: list[Search], slo, say) -> None:
     while True:
         active = [(s, s.next_step()) for s in searches if not s.done]
         if not active:
@@ -341,143 +248,3 @@ def _search_all(runner: _Runner, searches: list[_Search], slo, say) -> None:
                 f"{'meets' if t.meets_slo else 'fails'}")
 
 
-def _conclude(runner, tier, t, rec_t, mine: list[_Search], slo, replications, text,
-              duration_s, say) -> TierAdvice:
-    tried = len(mine)
-    def client_cost(s: _Search) -> tuple:
-        # Fewest calls cached first (a change that keeps every call beats one that
-        # drops some), then fewest failures, then the lowest p99.
-        got = s.found[1]
-        cached = 1.0 - got.requests / t.requests if s.change.kind == "drop" and t.requests \
-            else 0.0
-        return (round(cached, 6), got.failure_rate, got.latency_ms.p99 or 0)
-    found = sorted((s for s in mine if s.found is not None), key=client_cost)
-    for s in found[:3]:
-        step, first = s.found
-        ok, of = _verify(runner, tier, step.overrides, replications, first)
-        for k in range(1, 4 if s.change.continuous and ok < of else 0):
-            # At the edge of the verdict another seed may fail: a little stronger.
-            step = s.change.step(s.met / (1 + 2 * s.tolerance) ** k, s.budget_cu)
-            first = runner.run([(tier.name, step.overrides, 0)])[0]
-            if first is None or not first.meets_slo:
-                continue
-            ok, of = _verify(runner, tier, step.overrides, replications, first)
-            if ok == of:
-                break
-        if ok == of:
-            return _advice(tier, t, rec_t, slo=slo, status=FOUND, steps=[step], summary=first,
-                           verified=f"{ok}/{of} replications meet the SLO", text=text,
-                           duration_s=duration_s, tried=tried)
-    if found:
-        step, first = found[0].found
-        ok, of = _verify(runner, tier, step.overrides, replications, first)
-        return _advice(tier, t, rec_t, slo=slo, status=UNVERIFIED, steps=[step], summary=first,
-                       verified=f"{ok}/{of} replications meet the SLO", text=text,
-                       duration_s=duration_s, tried=tried)
-    unfinished = [s for s in mine if not s.done]
-    close = sorted((s for s in mine if s.closest is not None), key=lambda s: s.closest[0])
-    for a, b in itertools.combinations(close[:3], 2):
-        if _clash(a.closest[1], b.closest[1]):
-            continue
-        steps = [a.closest[1], b.closest[1]]
-        both = tuple(o for s in steps for o in s.overrides)
-        got = runner.run([(tier.name, both, 0)])[0]
-        if got is None:
-            break
-        say(f"advise: {tier.name}: {' + '.join(s.words for s in steps)}: "
-            f"{'meets' if got.meets_slo else 'fails'}")
-        if got.meets_slo:
-            ok, of = _verify(runner, tier, both, replications, got)
-            return _advice(tier, t, rec_t, slo=slo, status=FOUND if ok == of else UNVERIFIED,
-                           steps=steps,
-                           summary=got, verified=f"{ok}/{of} replications meet the SLO",
-                           text=text, duration_s=duration_s, tried=tried)
-    if unfinished:
-        return _advice(tier, t, rec_t, slo=slo, status=UNFINISHED, tried=tried,
-                       reason=f"{len(unfinished)} of {tried} changes not searched to the "
-                              "end; raise --budget")
-    got = None
-    if close:
-        gap, step, got = close[0].closest
-        reason = (f"the closest is {step.words}: {_misses(got, slo)}")
-    else:
-        reason = "nothing was tried"
-    return _advice(tier, t, rec_t, slo=slo, status=NONE, reason=reason, tried=tried,
-                   closest=got)
-
-
-def _clash(a: Step, b: Step) -> bool:
-    keys = {o.split("=", 1)[0] for o in a.overrides}
-    return any(o.split("=", 1)[0] in keys for o in b.overrides)
-
-
-def _verify(runner, tier, overrides, replications, first) -> tuple[int, int]:
-    """``(replications meeting the SLO, replications)``: one the budget left unrun
-    counts as not meeting, so a change is never called verified on fewer."""
-    more = runner.run([(tier.name, tuple(overrides), r) for r in range(1, replications)])
-    got = [first, *[m for m in more if m is not None]]
-    return sum(t.meets_slo for t in got), replications
-
-
-def _misses(t: TierSummary, slo) -> str:
-    parts = []
-    for c in SLO_CRITERIA:
-        v, limit = c.read(t), c.limit(slo)
-        if v is None or v > limit:
-            shown = "undefined" if v is None else (f"{v:,.0f} ms" if "latency" in c.name
-                                                   else f"{v:.2%}")
-            lim = f"{limit:,.0f} ms" if "latency" in c.name else f"{limit:.2%}"
-            parts.append(f"{c.name.replace('_', ' ')} {shown} (limit {lim})")
-    lasts = t.daily_allowance.lasts_h
-    if slo.allowance_must_last_day and lasts is not None and lasts < 24:
-        parts.append(f"the daily allowance lasts {lasts:.1f} h")
-    return ", ".join(parts) or "meets on replication 0 only"
-
-
-def _advice(tier, t, rec_t, *, status, steps=(), summary=None, verified="", text="",
-            duration_s=1.0, reason="", tried=0, slo=None, closest=None) -> TierAdvice:
-    after = summary if summary is not None else closest
-    saved = (None if rec_t is None or rec_t.monthly_usd is None or t.monthly_usd is None
-             else rec_t.monthly_usd - t.monthly_usd)
-    overrides = tuple(o for s in steps for o in s.overrides)
-    cost = None
-    if summary is not None:
-        base = rec_t if rec_t is not None else t
-        cost = _cost(summary, base, t, steps, duration_s)
-    pacing = next((s.value for s in steps if s.overrides and ".pacing=" in s.overrides[0]),
-                  None)
-    cached = next((s.value for s in steps if s.overrides and ".cache=" in s.overrides[0]),
-                  None)
-    return TierAdvice(tier=tier.name, monthly_usd=t.monthly_usd, saved_usd_per_month=saved,
-                      status=status, change=tuple(s.words for s in steps),
-                      overrides=overrides,
-                      snippet=toml_snippet(text, overrides) if overrides else "",
-                      verified=verified, cost=cost, reason=reason, pacing_cu_per_s=pacing,
-                      tried=tried, cu_per_window=t.cu_per_window,
-                      shortfall_before=_finite(shortfall(t, slo)) if slo else None,
-                      shortfall_after=(_finite(shortfall(after, slo))
-                                       if slo and after is not None else None),
-                      cache_share=cached)
-
-
-def _finite(x: float) -> float | None:
-    return None if math.isinf(x) or math.isnan(x) else x
-
-
-def _cost(t: TierSummary, base: TierSummary, same_tier: TierSummary, steps,
-          duration_s: float) -> ClientCost:
-    """``t`` (the change on its tier) against ``base`` (the recommended tier as the
-    scenario stands); the requests cached are counted against ``same_tier`` (this tier
-    as it stands), whose demand differs only by them."""
-    def diff(a, b):
-        return None if a is None or b is None else a - b
-    caches = any(".cache=" in o for s in steps for o in s.overrides)
-    dropped = (max(0.0, 1.0 - t.requests / same_tier.requests)
-               if caches and same_tier.requests else 0.0)
-    return ClientCost(added_p50_ms=diff(t.latency_ms.p50, base.latency_ms.p50),
-                      added_p99_ms=diff(t.latency_ms.p99, base.latency_ms.p99),
-                      failure_rate=t.failure_rate,
-                      added_failure_rate=t.failure_rate - base.failure_rate,
-                      dropped_share=dropped,
-                      cu_per_day=cu_per_day(t, duration_s),
-                      base_cu_per_day=cu_per_day(base, duration_s))
