@@ -87,7 +87,13 @@ def conclude(runner, tier, t, rec_t, mine: list[Search], slo, replications, text
         say(f"advise: {tier.name}: {' + '.join(s.words for s in steps)}: "
             f"{'meets' if got.meets_slo else 'fails'}")
         if got.meets_slo:
-            ok, of = _verify(runner, tier, both, replications, got)
+            mild, mild_got = _relax(runner, tier, [a, b], steps, got, say)
+            mild_both = tuple(o for s in mild for o in s.overrides)
+            ok, of = _verify(runner, tier, mild_both, replications, mild_got)
+            if ok == of or mild_both == both:
+                steps, both, got = mild, mild_both, mild_got
+            else:  # the relaxed pair sits at the edge: the pair as first found
+                ok, of = _verify(runner, tier, both, replications, got)
             return advice_of(tier, t, rec_t, slo=slo, status=FOUND if ok == of else UNVERIFIED,
                            steps=steps,
                            summary=got, verified=f"{ok}/{of} replications meet the SLO",
@@ -104,6 +110,32 @@ def conclude(runner, tier, t, rec_t, mine: list[Search], slo, replications, text
         reason = "nothing was tried"
     return advice_of(tier, t, rec_t, slo=slo, status=NONE, reason=reason, tried=tried,
                    closest=got)
+
+
+def _relax(runner, tier, pair: list[Search], steps: list[Step], got: TierSummary, say
+           ) -> tuple[list[Step], TierSummary]:
+    """A meeting pair made milder: each continuous member in turn, the other as it is,
+    bisected (geometrically, to the search's tolerance) between its setting in the pair
+    and its mildest bound; the mildest setting that still meets is kept."""
+    steps = list(steps)
+    for k, s in enumerate(pair):
+        if not s.change.continuous or s.closest_value is None:
+            continue
+        other = [o for j, st in enumerate(steps) if j != k for o in st.overrides]
+        met, failed = s.closest_value, s.bounds[0]
+        while failed / met > 1 + s.tolerance:
+            x = math.sqrt(met * failed)
+            step = s.change.step(x, s.budget_cu)
+            out = runner.run([(tier.name, (*step.overrides, *other), 0)])[0]
+            if out is None:
+                return steps, got
+            say(f"advise: {tier.name}: pair with {step.words}: "
+                f"{'meets' if out.meets_slo else 'fails'}")
+            if out.meets_slo:
+                met, steps[k], got = x, step, out
+            else:
+                failed = x
+    return steps, got
 
 
 def _clash(a: Step, b: Step) -> bool:

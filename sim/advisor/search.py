@@ -59,6 +59,7 @@ class Search:
     failed: Any = None  # continuous: the strongest value known to fail
     found: tuple[Step, TierSummary] | None = None
     closest: tuple[float, Step, TierSummary] | None = None
+    closest_value: Any = None  # continuous: the value of ``closest`` (search units)
     done: bool = False
     evaluations: int = 0
     bounds: tuple[float, float] = field(default=(0.0, 0.0))
@@ -80,6 +81,7 @@ class Search:
         gap = shortfall(t, slo)
         if self.closest is None or gap < self.closest[0]:
             self.closest = (gap, step, t)
+            self.closest_value = self.value
         if not self.change.continuous:
             if t.meets_slo:
                 self.found, self.done = (step, t), True
