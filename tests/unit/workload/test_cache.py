@@ -122,3 +122,12 @@ def test_closed_loop_workers_cannot_cache(tmp_path):
     path.write_text(text.format(cache="cache = { svc_call = 0.5 }"), encoding="utf-8")
     with pytest.raises(CapsimError, match="closed-loop"):
         load_scenario(str(path))
+
+
+def test_the_size_estimate_counts_only_the_calls_sent(tmp_path):
+    from sim.workload.size_estimate import estimate
+
+    path = tmp_path / "e.toml"
+    path.write_text(TEXT.format(cache="cache = { svc_call = 0.3 }"), encoding="utf-8")
+    (size,) = estimate(load_scenario(str(path))).sources
+    assert size.requests == pytest.approx(20 * 600 * (1 - 0.3 * 0.5))
