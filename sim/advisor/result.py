@@ -31,12 +31,19 @@ class ClientCost:
     calls cached; a closed-loop source, throttled less, may send more); else 0."""
     cu_per_day: float
     base_cu_per_day: float
+    delayed_share: float | None = None
+    """With pacing: the share of the paced open-loop sources' first attempts that wait
+    for the client's token bucket (exact, from the demand: :mod:`sim.advisor.delays`)."""
+    mean_delay_ms: float | None = None  # their mean wait
 
     def words(self) -> str:
         """"+12 ms p50, +340 ms p99, 0.00 % failed, 0 % dropped, 1.2 M CU/day (was ...)"."""
         def ms(v):
             return "p? n/a" if v is None else f"{v:+,.0f} ms"
-        return (f"{ms(self.added_p50_ms)} p50, {ms(self.added_p99_ms)} p99; "
+        delayed = ("" if self.delayed_share is None else
+                   f"{self.delayed_share:.1%} of paced requests wait (mean "
+                   f"{self.mean_delay_ms:,.0f} ms); ")
+        return (f"{ms(self.added_p50_ms)} p50, {ms(self.added_p99_ms)} p99; {delayed}"
                 f"{self.failure_rate:.2%} of requests fail ({self.added_failure_rate:+.2%}); "
                 f"{self.dropped_share:.1%} fewer requests sent (cached); "
                 f"{self.cu_per_day:,.0f} CU/day (was {self.base_cu_per_day:,.0f})")

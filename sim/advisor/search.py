@@ -190,13 +190,31 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
         mine = [s for s in searches if s.tier.name == tier.name]
         answers[tier.name] = conclude(runner, tier, by_name[tier.name], rec_t, mine, slo,
                                        replications, text, sc.duration_s, say)
-    answers = {k: replace(a, not_tried=tier_skips.get(k, ())) for k, a in answers.items()}
+    answers = {k: _with_waits(replace(a, not_tried=tier_skips.get(k, ())), scenario,
+                              list(overrides), tiers)
+               for k, a in answers.items()}
     return Advice(scenario=sc.name, scenario_file=label, recommended=rec,
                   recommended_usd=None if rec_t is None else rec_t.monthly_usd,
                   replications=replications, budget=budget, runs=runner.runs,
                   tiers=tuple(answers[t.name] for t in cheaper),
                   skipped_changes=tuple((s.title, s.reason) for s in skipped),
                   slo=slo.model_dump())
+
+
+def _with_waits(a: TierAdvice, scenario, overrides: list[str], tiers) -> TierAdvice:
+    """``a`` with the waits its pacing imposes on first attempts (:mod:`.delays`)."""
+    if a.cost is None or a.pacing_cu_per_s is None:
+        return a
+    from ..api import load_scenario
+    from .delays import paced_waits
+
+    loaded = load_scenario(scenario, tiers=list(tiers), overrides=[*overrides, *a.overrides])
+    waits = paced_waits(loaded)
+    if waits is None or not waits.requests:
+        return a
+    cost = replace(a.cost, delayed_share=waits.delayed / waits.requests,
+                   mean_delay_ms=waits.mean_wait_s * 1000.0)
+    return replace(a, cost=cost)
 
 
 def _cheaper(t: TierSummary, rec: TierSummary | None) -> bool:

@@ -80,6 +80,7 @@ def test_the_snippet_is_the_pacing_to_paste(advice):
     pasted = tomllib.loads(rpc.snippet)
     assert pasted["clients"]["app"]["pacing"]["rate_cu_per_s"] == rpc.pacing_cu_per_s
     assert rpc.cost.cu_per_day > 0 and rpc.cost.added_p99_ms > 0  # paced requests wait
+    assert 0 < rpc.cost.delayed_share < 1 and rpc.cost.mean_delay_ms > 0
 
 
 def test_retry_after_is_skipped_on_json_rpc_traffic(advice):
