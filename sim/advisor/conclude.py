@@ -19,6 +19,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from .search import Search
 
 
+def monthly_usd(t: TierSummary | None) -> float | None:
+    """What ``t`` costs a month: its plan's price with several accounts (what the
+    recommendation compares), else the tier's."""
+    if t is None:
+        return None
+    return t.plan.monthly_usd if t.plan is not None else t.monthly_usd
+
+
 def shortfall(t: TierSummary, slo) -> float:
     """How far ``t`` is from meeting ``slo``: the largest ratio of an SLO figure to its
     limit (1 or less: within it; an undefined p99 counts as far; the daily allowance as
@@ -169,8 +177,8 @@ def _misses(t: TierSummary, slo) -> str:
 def advice_of(tier, t, rec_t, *, status, steps=(), summary=None, verified="", text="",
             duration_s=1.0, reason="", tried=0, slo=None, closest=None) -> TierAdvice:
     after = summary if summary is not None else closest
-    saved = (None if rec_t is None or rec_t.monthly_usd is None or t.monthly_usd is None
-             else rec_t.monthly_usd - t.monthly_usd)
+    price, rec_price = monthly_usd(t), monthly_usd(rec_t)
+    saved = None if price is None or rec_price is None else rec_price - price
     overrides = tuple(o for s in steps for o in s.overrides)
     cost = None
     if summary is not None:
@@ -180,7 +188,7 @@ def advice_of(tier, t, rec_t, *, status, steps=(), summary=None, verified="", te
                   None)
     cached = next((s.value for s in steps if s.overrides and ".cache=" in s.overrides[0]),
                   None)
-    return TierAdvice(tier=tier.name, monthly_usd=t.monthly_usd, saved_usd_per_month=saved,
+    return TierAdvice(tier=tier.name, monthly_usd=price, saved_usd_per_month=saved,
                       status=status, change=tuple(s.words for s in steps),
                       overrides=overrides,
                       snippet=toml_snippet(text, overrides) if overrides else "",

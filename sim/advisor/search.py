@@ -37,7 +37,7 @@ from ..core.limits import MAX_REPLICATIONS
 from ..metrics.figures import recommend
 from ..results.summary import TierSummary
 from .catalogue import Change, Step, catalogue
-from .conclude import advice_of, conclude, cu_per_day, shortfall
+from .conclude import advice_of, conclude, cu_per_day, monthly_usd, shortfall
 from .result import NONE, SKIPPED, Advice, TierAdvice
 from .runs import Runner
 
@@ -194,7 +194,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
                               list(overrides), tiers)
                for k, a in answers.items()}
     return Advice(scenario=sc.name, scenario_file=label, recommended=rec,
-                  recommended_usd=None if rec_t is None else rec_t.monthly_usd,
+                  recommended_usd=monthly_usd(rec_t),
                   replications=replications, budget=budget, runs=runner.runs,
                   tiers=tuple(answers[t.name] for t in cheaper),
                   skipped_changes=tuple((s.title, s.reason) for s in skipped),
@@ -218,11 +218,12 @@ def _with_waits(a: TierAdvice, scenario, overrides: list[str], tiers) -> TierAdv
 
 
 def _cheaper(t: TierSummary, rec: TierSummary | None) -> bool:
-    if t.meets_slo or t.monthly_usd is None:
+    price, rec_price = monthly_usd(t), monthly_usd(rec)
+    if t.meets_slo or price is None:
         return False
     if rec is None:
         return True
-    return rec.monthly_usd is not None and t.monthly_usd < rec.monthly_usd
+    return rec_price is not None and price < rec_price
 
 
 def _irrelevant(c: Change, t: TierSummary, short_allowance: bool) -> str:
