@@ -7,7 +7,7 @@ The import package is ``sim``; the distribution and the console script are ``cap
     result.summary.recommended.tier
     summary = sim.load_summary("reports/default")   # a report folder or a summary.json
 
-``sim.sweep``, ``sim.headroom``, ``sim.check``, ``sim.import_trace`` and
+``sim.sweep``, ``sim.headroom``, ``sim.check``, ``sim.advise``, ``sim.import_trace`` and
 ``sim.export_tables`` are what the commands of those names do, returning typed results
 (docs/reference/library.md). Every name is imported
 on first use, so ``import sim`` alone pulls in neither SimPy nor pandas.
@@ -21,7 +21,7 @@ from .core.lazy import exports
 from .core.version import __version__
 
 _WHERE = {
-    "run": ".api", "RunResult": ".api",
+    "run": ".api", "RunResult": ".api", "advise": ".advisor",
     "load_summary": ".results.summary", "RunSummary": ".results.summary",
     "TierSummary": ".results.summary",
     "CapsimError": ".core.errors",
@@ -33,10 +33,11 @@ _WHERE = {
 }
 
 __all__ = ["CapsimError", "Comparison", "Headroom", "ImportReport", "RunResult", "RunSummary",
-           "SweepResult", "TierSummary", "__version__", "check", "export_tables", "headroom",
-           "import_trace", "load_summary", "run", "sweep"]
+           "SweepResult", "TierSummary", "__version__", "advise", "check", "export_tables",
+           "headroom", "import_trace", "load_summary", "run", "sweep"]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .advisor import advise
     from .api import RunResult, run
     from .core.errors import CapsimError
     from .jobs.headroom import Headroom

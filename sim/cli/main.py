@@ -48,6 +48,10 @@ class LazyCommand(NamedTuple):
 
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "advise": LazyCommand("sim.cli.advise", "advise",
+                          "For each tier cheaper than the recommended one, the least change to "
+                          "the client that makes it meet the SLO, with the dollars per month it "
+                          "saves."),
     "baseline": LazyCommand("sim.cli.regression", "baseline",
                             "Save or update the baseline a scenario is checked against."),
     "calibrate": LazyCommand("sim.cli.calibrate", "calibrate_command",

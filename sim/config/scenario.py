@@ -225,6 +225,18 @@ class Source(Strict):
     replay: Replay = Field(default_factory=Replay)
     mix: dict[str, FiniteFloat] = Field(default_factory=lambda: {"svc_call": 1.0})
     sizing: Sizing = Field(default_factory=Sizing)
+    cache: dict[str, FiniteFloat] = Field(default_factory=dict)
+    """Method -> the share (0 to 1) of this source's calls of it that its client answers
+    itself (a cache) or drops: never sent, not counted as requests. Open-loop and
+    replayed sources only (stream ``source/NAME/cache``, one draw per request)."""
+
+    @field_validator("cache")
+    @classmethod
+    def _cache(cls, value: dict[str, float]) -> dict[str, float]:
+        for method, share in value.items():
+            if not 0 <= share <= 1:
+                raise ValueError(f"cache.{method}: expected a share from 0 to 1")
+        return {METHOD_ALIASES.get(k, k): w for k, w in value.items()}
 
     @field_validator("mix")
     @classmethod
@@ -237,6 +249,14 @@ class Source(Strict):
         if len(given) != 1:
             raise ValueError("expected exactly one of 'arrival' (open loop), 'workers' "
                              f"(closed loop) or 'trace' (replay); got {given or 'none'}")
+        if self.cache and self.workers is not None:
+            raise ValueError("cache: expected an open-loop (arrival) or replayed (trace) "
+                             "source; a closed-loop worker's calls are not thinned")
+        if self.cache and self.trace is None:
+            unknown = sorted(set(self.cache) - set(self.mix))
+            if unknown:
+                raise ValueError(f"cache: {unknown[0]!r} is not in this source's mix; "
+                                 f"expected one of {sorted(self.mix)}")
         return self
 
 

@@ -137,11 +137,14 @@ class Rng(StrEnum):
     PROFILES = "profiles"  # the live driver's choice of sizing profiles
     ITEMS = "items"  # how many items a sizing call sizes
     PROFILE = "profile"  # which sizing profile each sized item has
+    CACHE = "cache"  # which calls a source's client answers itself ([[sources]] cache)
 
 
 _R = Rng
 RANDOM_STREAMS: dict[tuple[Rng | type, ...], str] = {
     (_R.SOURCE, str, _R.ARRIVALS): "an open-loop source's arrival times",
+    (_R.SOURCE, str, _R.CACHE): "which of an open-loop or replayed source's calls its "
+                                "cache answers (one draw per request, in request order)",
     (_R.SOURCE, str, _R.RETRY): "a source's retry jitter",
     (_R.SOURCE, str, _R.WORKER, int, _R.THINK): "a worker's think times",
     (_R.SOURCE, str, _R.MIX): "an open-loop source's method mix",

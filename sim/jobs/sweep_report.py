@@ -52,10 +52,25 @@ def _pp(iv: IntervalFigure) -> str:
     return f"{iv.mean * 100:+.1f} pp{hw}".replace("-", "−")
 
 
+def _signed(iv: IntervalFigure, digits: str = ",.0f", unit: str = "") -> str:
+    if iv.mean is None:
+        return "–"
+    hw = "" if iv.half_width is None else f" ± {iv.half_width:{digits}}"
+    return f"{iv.mean:+{digits}}{unit}{hw}".replace("-", "−")
+
+
 def difference_lines(doc: SweepDocument) -> list[str]:
-    """One sentence per variant, point and tier: the throttle-rate difference first."""
+    """One sentence per variant, point and tier: the throttle-rate difference first,
+    then CU per day and the allowance's days; one per variant and point for the
+    cheapest tier's price; a variant identical to the base by construction gets one
+    sentence saying so instead."""
     lines = []
+    identical = doc.identical_by_construction
+    for variant, why in identical.items():
+        lines.append(f"{variant}: identical to the base by construction ({why})")
     for d in doc.variant_differences:
+        if d.variant in identical:
+            continue
         where = _values_label(d.values) if doc.vary else ""
         p99 = d.p99_latency_ms
         p99_text = "–" if p99.mean is None else (
@@ -63,7 +78,15 @@ def difference_lines(doc: SweepDocument) -> list[str]:
                                      else f" ± {p99.half_width:.0f}")).replace("-", "−")
         lines.append(f"{d.variant}{' (' + where + ')' if where else ''}: throttle rate "
                      f"{_pp(d.throttle_rate)}, failure rate {_pp(d.failure_rate)}, "
-                     f"p99 {p99_text} on {d.tier}")
+                     f"p99 {p99_text}, CU/day {_signed(d.cu_per_day)}, allowance "
+                     f"{_signed(d.allowance_days, '.2f')} days on {d.tier}")
+    for c in doc.cheapest_differences:
+        if c.variant in identical or (c.tier is None and c.base_tier is None):
+            continue
+        where = _values_label(c.values) if doc.vary else ""
+        lines.append(f"{c.variant}{' (' + where + ')' if where else ''}: cheapest tier "
+                     f"meeting the SLO {c.tier or 'none'} against the base's "
+                     f"{c.base_tier or 'none'}: {_signed(c.difference_usd, ',.0f')} $/month")
     return lines
 
 
@@ -84,19 +107,23 @@ def render_markdown(doc: SweepDocument, pngs: list[str]) -> str:
             + (", daily allowance lasts ≥ 24 h at the run's rate (runs under a day)"
                if slo.allowance_must_last_day else ""), "",
             "## Cheapest tier meeting the SLO in every replication", "",
-            "| point | variant | tier |", "|---|---|---|"]
+            "| point | variant | tier | $/month |", "|---|---|---|---:|"]
     for p in doc.points:
+        usd = "–" if p.cheapest_monthly_usd is None else f"{p.cheapest_monthly_usd:,.0f}"
         out.append(f"| {_values_label(p.values)} | {p.variant} | "
-                   f"{p.cheapest_meeting_slo or 'none'} |")
+                   f"{p.cheapest_meeting_slo or 'none'} | {usd} |")
     out += ["", "## Per point and tier (mean ± 95 % half-width)", "",
             "| point | variant | tier | throttle rate | failure rate | p99 ms | CU settled "
-            "| SLO met | decided by |", "|---|---|---|---|---|---|---|---|---|"]
+            "| CU/day | allowance days | SLO met | decided by |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in doc.points:
         for t in p.tiers:
             out.append(f"| {_values_label(p.values)} | {p.variant} | {t.tier} | "
                        f"{_fmt_iv(t.throttle_rate)} | {_fmt_iv(t.failure_rate)} | "
                        f"{_fmt_iv(t.p99_latency_ms, digits=4)} | "
                        f"{_fmt_iv(t.cu_settled, digits=6)} | "
+                       f"{_fmt_iv(t.cu_per_day, digits=6)} | "
+                       f"{_fmt_iv(t.allowance_days, digits=3)} | "
                        f"{t.slo_met_fraction:.0%} | {t.decided_by or ''} |")
     if any(t.decided_by for p in doc.points for t in p.tiers):
         out += ["", "Decided by: what made a tier fail its SLO, with how many replications "

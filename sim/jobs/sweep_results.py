@@ -54,6 +54,26 @@ HEADLINE = {
 made the tier fail, as the stdout table's labels, e.g. ``"window, allowance*"``; empty
 when it meets the SLO)."""
 
+def cu_per_day(tier, duration_s: float) -> float | None:
+    """CU charged a day at the run's rate: the CI gate's ``cu_per_day`` (settled by
+    requests and handshakes, spent by billed publishes; one home, its catalogue)."""
+    from types import SimpleNamespace
+
+    from ..results.catalogue import BY_NAME
+
+    return BY_NAME["cu_per_day"].read(SimpleNamespace(duration_s=duration_s), tier)
+
+
+def allowance_days(tier, duration_s: float) -> float | None:
+    """Days the tier's daily allowance covers at the run's rate (None: no allowance, or
+    nothing charged)."""
+    per_day = cu_per_day(tier, duration_s)
+    allowance = tier.daily_allowance.allowance_cu
+    if allowance is None or not per_day:
+        return None
+    return allowance / per_day
+
+
 _COUNTS = {"requests", "attempts", "retries", "throttled", "phantom_throttles",
            "windows_with_throttles", "retry_budget_refusals", "refused_430", "ws_events_lost"}
 
@@ -69,6 +89,8 @@ class IntervalMetrics(_Frozen):
     p99_latency_ms: IntervalFigure
     cu_settled: IntervalFigure
     cost_usd: IntervalFigure
+    cu_per_day: IntervalFigure
+    allowance_days: IntervalFigure
 
 
 INTERVAL_METRICS = {
@@ -77,6 +99,8 @@ INTERVAL_METRICS = {
     "p99_latency_ms": "latency_p99_ms",
     "cu_settled": "cu_settled",
     "cost_usd": "monthly_usd",
+    "cu_per_day": "cu_per_day",
+    "allowance_days": "allowance_days",
 }
 """``sweep.json`` metric (a field of every point's tier) -> ``points`` column."""
 
@@ -109,6 +133,7 @@ class SweepPoint(_Frozen):
     variant: str
     tiers: tuple[PointTier, ...]
     cheapest_meeting_slo: str | None
+    cheapest_monthly_usd: float | None = None  # its price (mean over replications)
 
 
 class SloMet(_Frozen):
@@ -134,6 +159,19 @@ class VariantDifference(IntervalMetrics):
         return {**head, **data}
 
 
+class CheapestDifference(_Frozen):
+    """At one point, the monthly price of the cheapest tier meeting the SLO under a
+    variant minus under the base, replication by replication (a replication where no
+    tier meets, in either, is left out: ``n`` counts the others)."""
+
+    point: int
+    values: dict[str, Any]
+    variant: str
+    base_tier: str | None
+    tier: str | None
+    difference_usd: IntervalFigure
+
+
 class VaryFactor(_Frozen):
     """A varied key path and its values."""
 
@@ -156,6 +194,10 @@ class SweepDocument(_Frozen):
     slo: SloSummary
     points: tuple[SweepPoint, ...]
     variant_differences: tuple[VariantDifference, ...]
+    cheapest_differences: tuple[CheapestDifference, ...] = ()
+    identical_by_construction: dict[str, str] = {}
+    """Variant -> why it simulates exactly as the base at every point
+    (:mod:`sim.jobs.identical`)."""
 
     def to_json(self) -> str:
         """The text of ``sweep.json``."""
@@ -175,6 +217,8 @@ def points_frame(plan: SweepPlan, summaries: dict[str, RunSummary]) -> pd.DataFr
             row.update({f.path: values[f.path] for f in plan.factors})
             row["tier"] = t.tier
             row.update({name: get(t) for name, get in HEADLINE.items()})
+            row["cu_per_day"] = cu_per_day(t, summary.duration_s)
+            row["allowance_days"] = allowance_days(t, summary.duration_s)
             rows.append(row)
     frame = pd.DataFrame(rows)
     for f in plan.factors:
@@ -183,7 +227,7 @@ def points_frame(plan: SweepPlan, summaries: dict[str, RunSummary]) -> pd.DataFr
             frame[f.path].map(lambda v: v if isinstance(v, str) else repr(v)).astype(str)
     for col in ("point", "replication"):
         frame[col] = frame[col].astype(np.int64)
-    for col in HEADLINE:
+    for col in (*HEADLINE, "cu_per_day", "allowance_days"):
         if col in ("daily_ran_out_at",):
             frame[col] = frame[col].astype(object)
         elif col in _COUNTS:
@@ -238,9 +282,11 @@ def sweep_document(plan: SweepPlan, points: pd.DataFrame,
                     tier=tier, n=len(g), slo_met_fraction=float(g["meets_slo"].mean()),
                     decided_by=_decided(g["decided_by"]),
                     **{name: IntervalFigure.of(g[col]) for name, col in INTERVAL_METRICS.items()}))
+            cheapest = _cheapest(tiers, limits)
+            price = next((t.cost_usd.mean for t in tiers if t.tier == cheapest), None)
             out_points.append(SweepPoint(point=p, values=values, variant=variant,
-                                         tiers=tuple(tiers),
-                                         cheapest_meeting_slo=_cheapest(tiers, limits)))
+                                         tiers=tuple(tiers), cheapest_meeting_slo=cheapest,
+                                         cheapest_monthly_usd=price))
     diffs = []
     for p, values in enumerate(plan.points):
         for variant in plan.variants:
@@ -256,6 +302,9 @@ def sweep_document(plan: SweepPlan, points: pd.DataFrame,
                     **{name: IntervalFigure.of(var[col].to_numpy(float)
                                                - base[col].to_numpy(float))
                        for name, col in INTERVAL_METRICS.items()}))
+    cheapest_diffs = [_cheapest_difference(points, p, values, variant, limits)
+                      for p, values in enumerate(plan.points)
+                      for variant in plan.variants if variant != BASE]
     return SweepDocument(
         capsim_version=__version__,
         scenario=plan.scenario_name,
@@ -269,4 +318,55 @@ def sweep_document(plan: SweepPlan, points: pd.DataFrame,
         slo=base_summary.slo,
         points=tuple(out_points),
         variant_differences=tuple(diffs),
+        cheapest_differences=tuple(cheapest_diffs),
+        identical_by_construction=identical_variants(plan),
     )
+
+
+def _cheapest_by_replication(g: pd.DataFrame, limits: dict[str, float]
+                             ) -> dict[int, tuple[str, float]]:
+    """Replication -> (the cheapest tier meeting the SLO in it, its monthly price)."""
+    out = {}
+    for r, rows in g.groupby("replication", sort=True):
+        meeting = rows[rows["meets_slo"] & rows["monthly_usd"].notna()]
+        if len(meeting):
+            best = min(meeting.itertuples(), key=lambda t: (t.monthly_usd, limits[t.tier]))
+            out[int(r)] = (str(best.tier), float(best.monthly_usd))
+    return out
+
+
+def _cheapest_difference(points: pd.DataFrame, p: int, values, variant: str,
+                         limits: dict[str, float]) -> CheapestDifference:
+    at = points[points["point"] == p]
+    base = _cheapest_by_replication(at[at["variant"] == BASE], limits)
+    var = _cheapest_by_replication(at[at["variant"] == variant], limits)
+    both = sorted(set(base) & set(var))
+
+    def modal(found):
+        tiers = [found[r][0] for r in sorted(found)]
+        return max(set(tiers), key=tiers.count) if tiers else None
+    return CheapestDifference(
+        point=p, values=values, variant=variant, base_tier=modal(base), tier=modal(var),
+        difference_usd=IntervalFigure.of([var[r][1] - base[r][1] for r in both]))
+
+
+def identical_variants(plan: SweepPlan) -> dict[str, str]:
+    """Variant -> why it is the base by construction, at every point (else absent)."""
+    from .identical import identical_reason
+    from .run_one import load_spec
+
+    first = {(r.point, r.variant): r for r in plan.runs if r.replication == 0}
+    out = {}
+    for variant in plan.variants:
+        if variant == BASE:
+            continue
+        reasons = set()
+        for p in range(len(plan.points)):
+            reason = identical_reason(load_spec(first[(p, BASE)]),
+                                      load_spec(first[(p, variant)]))
+            if reason is None:
+                break
+            reasons.add(reason)
+        else:
+            out[variant] = "; ".join(sorted(reasons))
+    return out

@@ -114,30 +114,32 @@ class Plan:
         for i, src in enumerate(sc.sources):
             if src.workers is not None:
                 continue
+            cache = CacheThinning.of(src, self.tables, sc.seed)
             if i in self.traces:
-                feeds.append((i, None, self.traces[i].reader()))
+                feeds.append((i, None, self.traces[i].reader(), cache))
                 continue
             key = self.tables.keys.index(src.key)
             region = self.tables.regions.index(sc.region_of(src))
             drawer = RequestDrawer(src, self.tables, self.loaded.pricing, sc, sc.seed)
-            feeds.append((i, _arrivals(sc, src), (key, region, drawer)))
+            feeds.append((i, _arrivals(sc, src), (key, region, drawer), cache))
         k = 0
         n_slices = max(1, math.ceil(sc.duration_s / slice_s))
         while k < n_slices:
             k += 1
             end = math.inf if k == n_slices else k * slice_s
             parts = []
-            for i, arrivals, feed in feeds:
+            for i, arrivals, feed, cache in feeds:
                 if arrivals is None:  # a trace: read from its file in time order
-                    parts.append(feed.until(end))
-                    continue
-                key, region, drawer = feed
-                t = arrivals.until(end)
-                n = len(t)
-                method, items, reserve, actual, service = drawer.draw(n)
-                parts.append((t, np.full(n, i, dtype=np.int16), method,
-                              np.full(n, key, dtype=np.int16), np.full(n, region, dtype=np.int16),
-                              items, reserve, actual, service))
+                    part = feed.until(end)
+                else:
+                    key, region, drawer = feed
+                    t = arrivals.until(end)
+                    n = len(t)
+                    method, items, reserve, actual, service = drawer.draw(n)
+                    part = (t, np.full(n, i, dtype=np.int16), method,
+                            np.full(n, key, dtype=np.int16), np.full(n, region, dtype=np.int16),
+                            items, reserve, actual, service)
+                parts.append(part if cache is None else cache.keep(part))
             block = _merge(parts)
             if len(block):
                 yield block
@@ -147,6 +149,35 @@ class Plan:
         sc = self.scenario
         return RequestDrawer(sc.sources[source], self.tables, self.loaded.pricing, sc, sc.seed,
                              stream_name=(Rng.WORKER, worker))
+
+
+class CacheThinning:
+    """A source's ``cache``: drops the share of each listed method's calls its client
+    answers itself, deterministically: one uniform draw per request of the source, in
+    request order, from ``source/NAME/cache`` (so the slicing does not matter, and a
+    call is answered by the cache on every tier or on none)."""
+
+    def __init__(self, shares: np.ndarray, rng: np.random.Generator) -> None:
+        self.shares = shares  # per method index of the tables; 0: never cached
+        self.rng = rng
+
+    @classmethod
+    def of(cls, src: Source, tables: Tables, seed: int) -> CacheThinning | None:
+        """The thinning of ``src`` (None: it caches nothing)."""
+        if not src.cache:
+            return None
+        shares = np.zeros(len(tables.methods))
+        for method, share in src.cache.items():
+            if method in tables.methods:
+                shares[tables.methods.index(method)] = share
+        return cls(shares, stream(seed, Rng.SOURCE, src.name, Rng.CACHE))
+
+    def keep(self, part: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """``part`` (demand columns, ``method`` third) without the cached calls."""
+        method = part[2]
+        u = self.rng.random(len(method))
+        kept = u >= self.shares[method]
+        return tuple(col[kept] for col in part)
 
 
 def _arrivals(sc: Scenario, src: Source) -> ArrivalStream:
@@ -269,6 +300,9 @@ def build_plan(loaded: LoadedScenario) -> Plan:
         loaded = replace(loaded, scenario=scaled)
     sc = loaded.scenario
     notes: list[str] = [n for n in (load_note(sc),) if n]
+    notes += [f"cache: source {src.name!r} answers {share:.4g} of its {method} calls "
+              "itself (never sent, not counted as requests)"
+              for src in sc.sources for method, share in src.cache.items()]
     scans = {i: scan_source_trace(src, i, loaded, notes) for i, src in enumerate(sc.sources)
              if src.trace is not None}
     extra = extra_methods(list(scans.values()), set(sc.methods))

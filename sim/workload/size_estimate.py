@@ -212,7 +212,8 @@ def estimate(loaded: LoadedScenario, jobs: int = 1, replications: int = 1) -> Si
     for i, src in enumerate(sc.sources):
         attempts = _max_attempts(sc, src)
         if src.arrival is not None:
-            sizes.append(SourceSize(src.name, "arrival", _arrivals(src.arrival, sc), attempts))
+            sizes.append(SourceSize(src.name, "arrival",
+                                    _arrivals(src.arrival, sc) * _kept(src), attempts))
         elif src.workers is not None:
             sizes.append(SourceSize(src.name, "workers", _workers(sc, src), attempts))
         else:
@@ -222,6 +223,14 @@ def estimate(loaded: LoadedScenario, jobs: int = 1, replications: int = 1) -> Si
     sizes = [replace(s, queued=queued.get(i, 0.0)) for i, s in enumerate(sizes)]
     sizes += _streams(sc)
     return SizeEstimate(tuple(sizes), len(loaded.tiers), jobs, replications)
+
+
+def _kept(src) -> float:
+    """The share of an open-loop source's calls its ``cache`` leaves to send."""
+    if not src.cache:
+        return 1.0
+    total = sum(src.mix.values())
+    return 1.0 - sum(src.cache.get(m, 0.0) * w / total for m, w in src.mix.items())
 
 
 _MAX_ACCOUNT_CONNECTIONS = 128  # spec 8.4: active connections per account, all regions

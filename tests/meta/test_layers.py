@@ -1,7 +1,7 @@
 """The package's layers are its folders: no import points up.
 
     core <- results <- config <- policy <- workload, traces <- model <- metrics <- runner
-        <- report <- api <- jobs, regression, calibration, live <- cli
+        <- report <- api <- jobs, regression, calibration, live, advisor <- cli
 
 A module's layer is the folder it stands in (``sim/<folder>/...``), so moving a module is
 placing it; the only list kept by hand is the order of the folders below. A module may
@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("core",), ("results",), ("config",), ("policy",), ("workload", "traces"),
     ("model", "compiled"),
     ("metrics",), ("runner",), ("report",), ("api",),
-    ("jobs", "regression", "calibration", "live"), ("cli",), ("__init__",),
+    ("jobs", "regression", "calibration", "live", "advisor"), ("cli",), ("__init__",),
 ]
 LOOSE_ALLOWED = {"__init__", "api"}
 

@@ -224,7 +224,8 @@ def drawn(tmp_path_factory):
                     mp.setattr(mod, attr, recording)
     try:
         for scenario in (None, WORKLOADS / "indexer.toml"):
-            loaded = load(scenario, ["duration=60"])
+            cache = ["sources[0].cache={svc_call=0.2}"] if scenario is None else []
+            loaded = load(scenario, ["duration=60", *cache])
             run(replace(loaded, tiers=loaded.tiers[-1:]))
         run(validate(_websocket_scenario(), "websockets"))
         run(validate(_replay_scenario(tmp_path_factory.mktemp("replay")), "replay"))

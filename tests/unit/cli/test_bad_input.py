@@ -25,6 +25,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "tiers": (["--json", "surplus"], ["surplus"]),
     "sweep": (["{tmp}/bad.toml", "--out", "{tmp}/o"], ["{tmp}/bad.toml", "duration"]),
     "headroom": (["{tmp}/bad.toml"], ["{tmp}/bad.toml", "duration"]),
+    "advise": (["{tmp}/bad.toml"], ["{tmp}/bad.toml", "duration"]),
     "baseline save": (["{tmp}/bad.toml", "--out", "{tmp}/b.json"],
                       ["{tmp}/bad.toml", "duration"]),
     "baseline update": (["{tmp}/not-json.json"], ["{tmp}/not-json.json", "not JSON"]),

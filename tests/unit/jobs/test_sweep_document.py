@@ -21,7 +21,8 @@ from sim.jobs.sweep_results import (
 )
 from sim.results.summary import SloSummary
 
-METRICS = ["throttle_rate", "failure_rate", "p99_latency_ms", "cu_settled", "cost_usd"]
+METRICS = ["throttle_rate", "failure_rate", "p99_latency_ms", "cu_settled", "cost_usd",
+           "cu_per_day", "allowance_days"]
 
 
 def _iv(mean):
@@ -51,7 +52,8 @@ def test_keys_keep_the_files_order():
     data = json.loads(_doc().to_json())
     assert list(data) == ["capsim_version", "scenario", "scenario_file", "fingerprint",
                           "replications", "confidence_level", "tiers", "vary", "variants",
-                          "slo", "points", "variant_differences"]
+                          "slo", "points", "variant_differences", "cheapest_differences",
+                          "identical_by_construction"]
     assert list(data["points"][0]["tiers"][0]) == ["tier", "n", *METRICS, "slo_met_fraction"]
     assert list(data["variant_differences"][0]) == ["point", "values", "variant", "tier",
                                                     *METRICS, "slo_met_fraction"]
