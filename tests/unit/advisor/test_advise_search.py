@@ -40,7 +40,7 @@ def test_every_cheaper_tier_of_the_default_gets_a_change_or_a_reason():
 
 def test_the_budget_bounds_the_runs():
     advice = sim.advise(None, overrides=[*SHORT, "slo.allowance_must_last_day=false"],
-                        tiers=["RPC + Search", "Professional bundle"], budget=4)
+                        tiers=["All 3 APIs", "Professional bundle"], budget=4)
     assert advice.runs <= 4
     (t,) = advice.tiers
     assert t.status == UNFINISHED
