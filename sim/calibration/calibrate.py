@@ -43,15 +43,23 @@ the joint identification on decisions."""
 
 CONTRADICTION = "throttled with no admitted billed request in the 12 s before it"
 
-POOR_FIT_BELOW = 0.99
-"""Agreement after the fit below which the verdict is ``poor fit``: the fitted prices,
-phase and refund rule still mispredict more than 1 attempt in 100, which a right tier
-and a clean trace do not (noisy logs leave a few rows out, not a tenth of them); a
-wrong ``--tier`` does (the shipped sample against ``RPC`` instead of ``All 3 APIs``:
-65.5 % after)."""
+DOES_NOT_FIT_BELOW = 0.99
+"""Agreement after the fit, over the compared rows not left out by name, below which
+the verdict is ``does not fit``: the fitted prices, phase and refund rule still
+mispredict more than 1 attempt in 100 that they were fitted to, which a right tier and a
+clean trace do not; a wrong ``--tier`` does (the shipped sample against ``RPC`` instead
+of ``All 3 APIs``: 65.5 % after)."""
 
-POOR_FIT_HINT = ("check --tier (the account's tier when the trace was recorded), that the "
-                 "trace is one account's traffic, and the limiter settings")
+MOST_LEFT_OUT = 0.05
+"""The share of the decisions that may be left out by name (mislabelled, duplicated,
+contradicting) before the verdict is ``does not fit``: a noisy log loses a few rows in
+a hundred, a log that is not one account's traffic at one tier loses many more."""
+
+DOES_NOT_FIT_CAUSES = (
+    "likely causes: a wrong --tier (the account's tier when the trace was recorded); a "
+    "log mixing several accounts (each account's keys share its own budget: give "
+    "--accounts FILE); many mislabelled or duplicated rows (a proxy's status, not the "
+    "service's); other limiter settings")
 
 
 @dataclass(frozen=True)
@@ -197,6 +205,41 @@ def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray, flip: np.ndarray
     return out
 
 
+def kept_agreement(after: Prediction, dropped: list[DroppedRow]) -> tuple[float, int, int]:
+    """Agreement over the compared rows not left out by name: ``(share, agreed,
+    compared)`` (share NaN when none)."""
+    out = np.isin(after.order, [d.row for d in dropped])
+    kept = after.compared & ~out
+    agreed = int((after.predicted[kept] == after.observed[kept]).sum())
+    n = int(kept.sum())
+    return (agreed / n if n else math.nan), agreed, n
+
+
+def _judge(verdict: str, after: Prediction, dropped: list[DroppedRow],
+           notes: list[str]) -> str:
+    """``does not fit`` when the fit mispredicts more than 1 % of the rows it kept, or
+    had to leave out more than :data:`MOST_LEFT_OUT` of the compared rows; else
+    ``verdict`` unchanged. Never ``fitted`` on too little."""
+    if verdict not in ("fitted", "bounded", "not identified"):
+        return verdict
+    share, agreed, n = kept_agreement(after, dropped)
+    left = len(dropped) / max(after.n_compared, 1)
+    why = []
+    if not n or share < DOES_NOT_FIT_BELOW:
+        why.append(f"the replay at the fit agrees with {agreed:,} of the {n:,} compared "
+                   f"attempts not left out ({'n/a' if not n else f'{100 * share:.2f} %'}), "
+                   f"below {100 * DOES_NOT_FIT_BELOW:g} %")
+    if left > MOST_LEFT_OUT:
+        why.append(f"{len(dropped):,} of {after.n_compared:,} compared attempts "
+                   f"({100 * left:.1f} %) had to be left out, more than "
+                   f"{100 * MOST_LEFT_OUT:g} %")
+    if not why:
+        return verdict
+    notes.append("does not fit: " + "; ".join(why) + ": these prices, window phase and "
+                 f"refund rule do not explain the recorded decisions; {DOES_NOT_FIT_CAUSES}")
+    return "does not fit"
+
+
 def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pricing, *,
               limiter_settings: LimiterSettings | None = None,
               fit: tuple[str, ...] = FITS) -> Calibration:
@@ -329,11 +372,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
     after = predict_recorded(rec, model, theta, tier, pricing, settings)
-    if verdict in ("fitted", "bounded", "not identified") and after.agreement < POOR_FIT_BELOW:
-        verdict = "poor fit"
-        notes.append(f"agreement after the fit is {100 * after.agreement:.2f} %, below "
-                     f"{100 * POOR_FIT_BELOW:g} %: these prices do not explain the recorded "
-                     f"decisions; {POOR_FIT_HINT}")
+    verdict = _judge(verdict, after, contradicting + dropped, notes)
     phase_iv = None
     if ident is not None and "phase" in fit and thr_total:
         phase_iv = Interval(ident.phase_low, ident.phase_high, after.agreed, False, False)

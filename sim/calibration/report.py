@@ -88,8 +88,8 @@ def pricing_toml(cal: Calibration) -> str:
            f"{_pct(cal.before.agreement)} before, {_pct(cal.after.agreement)} after.",
            "# Prices the data only bound or do not identify keep their given value; see",
            "# report.md. Paste under your scenario (keys deep-merge over the defaults).", ""]
-    if cal.verdict == "poor fit":  # only then: other calibrations' files stay as they were
-        out[-1:] = ["# POOR FIT: these prices do not explain the recorded decisions; see the",
+    if cal.verdict == "does not fit":  # only then: other calibrations' files stay as they were
+        out[-1:] = ["# DOES NOT FIT: these prices do not explain the recorded decisions; see the",
                     "# verdict in report.md before using them.", ""]
     if cal.settings_after.alignment == "utc":
         out += ["[limiter]", 'alignment = "utc"',

@@ -60,7 +60,6 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     the tier, set each attempt's predicted outcome beside the observed one, estimate the
     window phase and fit the prices; write the calibration folder."""
     from ..calibration import FITS, calibrate
-    from ..calibration.calibrate import POOR_FIT_BELOW, POOR_FIT_HINT
     from ..calibration.report import write_calibration
     from ..report.folder import ReportFolder
     from ..traces.schema import open_trace
@@ -77,9 +76,8 @@ def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
     click.echo(f"agreement {100 * cal.before.agreement:.2f} % before, "
                f"{100 * cal.after.agreement:.2f} % after ({cal.after.n_compared:,} attempts "
                f"compared); verdict: {cal.verdict}")
-    if cal.verdict == "poor fit":
-        click.echo(f"  poor fit: agreement after below {100 * POOR_FIT_BELOW:g} %; "
-                   f"{POOR_FIT_HINT}")
+    if cal.verdict == "does not fit":
+        click.echo("  " + next(n for n in cal.notes if n.startswith("does not fit")))
     if cal.phase_interval is not None:
         iv = cal.phase_interval
         click.echo(f"  window phase {cal.settings_after.phase_s:.3f} s (fits "
