@@ -29,6 +29,14 @@ from ..config.scenario import LimiterSettings
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..core.vocabulary import WINDOW_S
+from .accounts import (
+    Account,
+    Conflict,
+    account_of_rows,
+    conflicts_note,
+    separated_times,
+    shared_budget_conflicts,
+)
 from .costs import CAP_PREFIX, PER_GAS, CostModel, build_cost_model
 from .exact import ExactFit, fit_exact
 from .identify import RULES, Events, Identified, Scaled, build_events, identify
@@ -125,6 +133,10 @@ class Calibration:
     dropped: list[DroppedRow] = field(default_factory=list)
     gas_caps: dict[str, GasCap] = field(default_factory=dict)
     lp_candidates: int = 0
+    accounts: list[Account] = field(default_factory=list)
+    account_rows: list[int] = field(default_factory=list)    # compared rows per account
+    account_agreement: list[float] = field(default_factory=list)  # after, per account
+    conflicts: list[Conflict] = field(default_factory=list)
 
     @property
     def refund_rule(self) -> str:
@@ -158,7 +170,7 @@ def _require_compared_rows(rec: Recorded, trace) -> None:
 def _contradicting(rec: Recorded, model: CostModel) -> np.ndarray:
     """Observed throttles with no observed-admitted billed request in the 12 s before."""
     billed = (model.R != 0).any(axis=1) if model.names else np.zeros(len(rec), bool)
-    admitted_t = rec.t_s[billed & (rec.observed == "ok")]
+    admitted_t = np.sort(rec.t_s[billed & (rec.observed == "ok")])
     out = np.zeros(len(rec), dtype=bool)
     thr = np.flatnonzero((rec.observed == "throttled") & rec.compared)
     if thr.size == 0:
@@ -240,22 +252,39 @@ def _judge(verdict: str, after: Prediction, dropped: list[DroppedRow],
     return "does not fit"
 
 
-def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pricing, *,
-              limiter_settings: LimiterSettings | None = None,
-              fit: tuple[str, ...] = FITS) -> Calibration:
+def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricing: Pricing,
+              *, limiter_settings: LimiterSettings | None = None,
+              fit: tuple[str, ...] = FITS, accounts: list[Account] | None = None
+              ) -> Calibration:
     """Calibrate ``pricing``, the window phase and the refund rule on ``trace`` for
-    ``tier`` (module doc)."""
+    ``tier`` (module doc); ``accounts``: the trace mixes these accounts' keys, each
+    calibrated on its own budget (its tier's; ``tier`` is then unused) with one price
+    list identified from every account's decisions jointly (:mod:`.accounts`)."""
     settings = limiter_settings or LimiterSettings()
     rec = load_recorded(trace)
     _require_compared_rows(rec, trace)
     if "cu" not in fit:  # decisions alone: the bill is not read, not even as settlements
         rec = replace(rec, cu=np.full(len(rec), np.nan))
+    acct = None
+    rec_lp = rec  # the rows as the LP reads them: each account's apart from the others'
+    if accounts:
+        keys = rec.key if rec.key is not None else np.full(len(rec), "(none)", object)
+        acct = account_of_rows(keys, accounts, None if isinstance(trace, pd.DataFrame)
+                               else str(trace))
+        rec_lp = replace(rec, t_s=separated_times(rec, acct))
+        tier = max((a.tier for a in accounts), key=lambda t: t.cu_per_window)
     model = build_cost_model(rec, pricing)
     theta0 = model.theta_of(pricing)
-    before = predict_recorded(rec, model, theta0, tier, pricing, settings)
-    notes: list[str] = []
 
-    bad = _contradicting(rec, model)
+    def predict_at(th: np.ndarray, st: LimiterSettings) -> Prediction:
+        return predict_recorded(rec, model, th, tier, pricing, st, accounts, acct)
+
+    before = predict_at(theta0, settings)
+    notes: list[str] = []
+    conflicts = [] if accounts or "decisions" not in fit else \
+        shared_budget_conflicts(rec, model)
+
+    bad = _contradicting(rec_lp, model)
     thr_total = int(((rec.observed == "throttled") & rec.compared).sum())
     contradicting = [DroppedRow(int(rec.order[i]), float(rec.t_s[i]), str(rec.method[i]),
                                 "throttled", CONTRADICTION) for i in np.flatnonzero(bad)]
@@ -263,7 +292,11 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         unusable = rec.unusable.copy()
         unusable[bad] = CONTRADICTION
         rec = replace(rec, unusable=unusable)
+        rec_lp = replace(rec_lp, unusable=unusable)
     verdict = "fitted"
+    if conflicts:
+        verdict = "does not fit"
+        notes.append(conflicts_note(conflicts))
     if thr_total and bad.sum() == thr_total:
         verdict = "contradicted"
         notes.append(f"every observed throttle ({thr_total}) came with no admitted billed "
@@ -277,8 +310,10 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     ident: Identified | None = None
     dropped: list[DroppedRow] = []
     budget = tier.cu_per_window
-    if "decisions" in fit and verdict != "contradicted" and model.names:
-        ev = build_events(rec, model)
+    if "decisions" in fit and verdict not in ("contradicted", "does not fit") and model.names:
+        budgets = None if acct is None else np.array(
+            [a.tier.cu_per_window for a in accounts], float)[acct]
+        ev = build_events(rec_lp, model, budgets=budgets)
         scale = Scaled.of(model, budget).scale
         per_gas = model.names.index(PER_GAS) if PER_GAS in model.names else None
         ratios = tuple((j, per_gas) for j, nm in enumerate(model.names)
@@ -294,6 +329,8 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         def predict(th: np.ndarray, ph: float, rule: str) -> np.ndarray:
             st = LimiterSettings(kind=settings.kind, refund_to=rule, alignment="utc",
                                  phase_s=ph % WINDOW_S)
+            if accounts:
+                return predict_at(th, st).predicted
             return replay(rec, costs_of(rec, model, th), tier, pricing, st)
 
         kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0,
@@ -371,15 +408,26 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     if not thr_total:
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
-    after = predict_recorded(rec, model, theta, tier, pricing, settings)
+    after = predict_at(theta, settings)
     verdict = _judge(verdict, after, contradicting + dropped, notes)
     phase_iv = None
     if ident is not None and "phase" in fit and thr_total:
         phase_iv = Interval(ident.phase_low, ident.phase_high, after.agreed, False, False)
-    return Calibration(tier.name, len(rec), before, after, settings, prices, model, theta,
+    per_acct_rows, per_acct_agree = [], []
+    for a in range(len(accounts or ())):
+        m = after.compared & (acct == a)
+        per_acct_rows.append(int(m.sum()))
+        per_acct_agree.append(float((after.predicted[m] == after.observed[m]).mean())
+                              if m.any() else math.nan)
+    label = tier.name if not accounts else (
+        f"{len(accounts)} accounts (" + ", ".join(f"{a.name}: {a.tier.name}"
+                                                   for a in accounts) + ")")
+    return Calibration(label, len(rec), before, after, settings, prices, model, theta,
                        exact, phase, phase_iv, int(bad.sum()), thr_total, verdict, notes,
                        rules_fit=() if ident is None else ident.rules,
                        dropped=contradicting + dropped, gas_caps=gas_caps,
-                       lp_candidates=0 if ident is None else ident.candidates_tried)
+                       lp_candidates=0 if ident is None else ident.candidates_tried,
+                       accounts=list(accounts or ()), account_rows=per_acct_rows,
+                       account_agreement=per_acct_agree, conflicts=conflicts)
 
 

@@ -85,6 +85,11 @@ class Events:
     hard_b: np.ndarray
     rec: Recorded | None = None
     model: CostModel | None = None
+    row_budget: np.ndarray | None = None   # each trace row's account budget (None: one)
+
+    def dec_budget(self, budget: float) -> np.ndarray | float:
+        """Each decision's window budget: its account's, or ``budget`` for one account."""
+        return budget if self.row_budget is None else self.row_budget[self.dec]
 
 
 def flipped(ev: Events, flip: np.ndarray | None) -> Events:
@@ -96,12 +101,15 @@ def flipped(ev: Events, flip: np.ndarray | None) -> Events:
     rows = ev.dec[flip]
     observed = ev.rec.observed.copy()
     observed[rows] = np.where(observed[rows] == "ok", "throttled", "ok")
-    return build_events(replace(ev.rec, observed=observed), ev.model)
+    return build_events(replace(ev.rec, observed=observed), ev.model, budgets=ev.row_budget)
 
 
-def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None) -> Events:
+def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None,
+                 budgets: np.ndarray | None = None) -> Events:
     """The decisions and the CU events of ``rec`` under ``model`` (``use``: the rows
-    allowed as decisions; default every compared one)."""
+    allowed as decisions; default every compared one; ``budgets``: each row's account
+    budget when the trace holds several accounts, their times kept apart by
+    :func:`~.accounts.separated_times`)."""
     k = len(model.names)
     billed = (model.R != 0).any(axis=1) if k else np.zeros(len(rec), bool)
     compared = rec.compared if use is None else use
@@ -136,7 +144,7 @@ def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None)
         ref=refunds, ref_t=rec.t_s[refunds] + lat[refunds], ref_origin_t=rec.t_s[refunds],
         ref_vec=ref_vec[refunds], ref_const=ref_const[refunds],
         hard_A=np.vstack(rows_A) if k else np.zeros((0, 0)),
-        hard_b=np.concatenate(rows_b), rec=rec, model=model)
+        hard_b=np.concatenate(rows_b), rec=rec, model=model, row_budget=budgets)
 
 
 def breakpoints(ev: Events) -> np.ndarray:
@@ -262,10 +270,11 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
     dec_pos[rank] = where
     cnt = counter[dec_pos]
     lhs = cnt[:, :k] + ev.dec_R
-    rhs = budget - cnt[:, k]
+    bud = ev.dec_budget(budget)
+    rhs = bud - cnt[:, k]
     sign = np.where(ev.dec_admitted, 1.0, -1.0)
     A = lhs * sign[:, None]
-    b = np.where(ev.dec_admitted, rhs, -(rhs + budget * THROTTLE_MARGIN))
+    b = np.where(ev.dec_admitted, rhs, -(rhs + bud * THROTTLE_MARGIN))
     if drop is not None and len(drop):
         keep_d = np.ones(n_d, bool)
         keep_d[drop] = False
@@ -489,7 +498,7 @@ def contradictions_at(ev: Events, phase: float) -> int:
     t = ev.dec_t
     w = _window(ev, t, phase)
     start_t = w * WINDOW_S + phase - ev.utc0
-    res_t = ev.res_t
+    res_t = np.sort(ev.res_t)
     held = np.searchsorted(res_t, t, "left") - np.searchsorted(res_t, start_t, "left")
     thr = ~ev.dec_admitted
     bad = int((thr & (held == 0)).sum())

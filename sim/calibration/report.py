@@ -50,7 +50,7 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
                      "low_s": cal.phase_interval.low % WINDOW_S,
                      "high_s": cal.phase_interval.low % WINDOW_S
                      + (cal.phase_interval.high - cal.phase_interval.low)}}
-    return {
+    doc = {
         "capsim_version": __version__,
         "trace": trace_name,
         "tier": cal.tier,
@@ -79,6 +79,16 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
         "rows_not_usable": dict(sorted(unusable.items())),
         "pricing": cal.pricing_table(),
     }
+    # optional keys, present only where used (other calibrations' files stay as they were)
+    if cal.accounts:
+        doc["accounts"] = [
+            {"name": a.name, "tier": a.tier.name, "keys": list(a.keys), "compared": n,
+             "agreement_after": _num(ag)}
+            for a, n, ag in zip(cal.accounts, cal.account_rows, cal.account_agreement,
+                                strict=True)]
+    if cal.conflicts:
+        doc["key_conflicts"] = [c.__dict__ for c in cal.conflicts]
+    return doc
 
 
 def pricing_toml(cal: Calibration) -> str:
@@ -193,6 +203,23 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
         lines.append(f"- **{cal.contradictions} throttles contradict every price**: no "
                      "admitted billed request in the 12 s before them, so the window was "
                      "empty whatever its phase; they are left out of the fit")
+    if cal.accounts:
+        lines += ["", "## Accounts", "",
+                  "Each account's decisions against its own window budget; one price list "
+                  "for all.", "", "| account | tier | budget (CU / 12 s) | keys | compared "
+                  "| agreement after |", "|---|---|---|---|---|---|"]
+        lines += [f"| {a.name} | {a.tier.name} | {a.tier.cu_per_window:,} | "
+                  f"{', '.join(a.keys)} | {n:,} | {_pct(ag)} |"
+                  for a, n, ag in zip(cal.accounts, cal.account_rows, cal.account_agreement,
+                                      strict=True)]
+        lines.append("")
+    if cal.conflicts:
+        lines += ["", "## Keys that contradict one shared budget", "",
+                  "| refused | admitted after it, same cost, same window | windows | of |",
+                  "|---|---|---|---|"]
+        lines += [f"| {c.throttled} | {c.admitted} | {c.windows} | {c.of} |"
+                  for c in cal.conflicts]
+        lines.append("")
     lines += ["", "## Prices", "",
               "| price | given | fitted | how | interval |", "|---|---|---|---|---|"]
     for p in cal.prices:

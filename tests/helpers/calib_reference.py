@@ -70,9 +70,13 @@ def demand(rng: np.random.Generator, duration_s: float = 1200.0, burst_every_s: 
 
 
 def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool = True,
-          retry_after: bool = True) -> pd.DataFrame:
-    """Answer ``first`` (plus the retries it causes); the canonical trace as a frame."""
+          retry_after: bool = True, keys: tuple[str, ...] = ("k" * 32,)) -> pd.DataFrame:
+    """Answer ``first`` (plus the retries it causes); the canonical trace as a frame.
+    ``keys``: the account's keys, one drawn at random per first attempt (a retry keeps
+    its attempt's key)."""
     day0 = (T0_NS / 1e9)
+    key_of = dict(enumerate([keys[0]] * len(first) if len(keys) == 1 else
+                            [keys[int(j)] for j in rng.integers(0, len(keys), len(first))]))
     queue = [(t, i, kind, items, prof, gas, lat, 0) for i, (t, kind, items, prof, gas, lat)
              in enumerate(first)]
     heapq.heapify(queue)
@@ -99,7 +103,8 @@ def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool =
             window, used = w, 0.0
         next_start = (w + 1) * 12.0 + h.phase_s
         ra = max(1, math.ceil(next_start - utc))
-        row = {"time_ns": T0_NS + round(t * 1e9), "key": "k" * 32, "latency_ms": lat * 1e3}
+        row = {"time_ns": T0_NS + round(t * 1e9), "key": key_of[_],
+               "latency_ms": lat * 1e3}
         status, cu = 200, None
         if kind == "ws":
             row.update(api="streams", method="new-blocks")
@@ -144,6 +149,7 @@ def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool =
         if status in (434, -32005, 435) and tries == 0:
             wait = ra if status == 434 else float(rng.uniform(1, 3))
             seq += 1
+            key_of[seq] = key_of[_]
             heapq.heappush(queue, (t + wait + float(rng.uniform(0, 0.2)), seq, kind, items,
                                    prof, gas, lat, 1))
     return pd.DataFrame(rows)
