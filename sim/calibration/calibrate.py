@@ -37,6 +37,7 @@ from .accounts import (
     separated_times,
     shared_budget_conflicts,
 )
+from .client import client_note, client_timing, timing_open
 from .costs import CAP_PREFIX, PER_GAS, CostModel, build_cost_model
 from .exact import ExactFit, fit_exact
 from .identify import RULES, Events, Identified, Scaled, build_events, identify
@@ -133,6 +134,8 @@ class Calibration:
     dropped: list[DroppedRow] = field(default_factory=list)
     gas_caps: dict[str, GasCap] = field(default_factory=dict)
     lp_candidates: int = 0
+    client_delay_s: tuple[float, float] | None = None  # client-side: the delays assumed
+    client_times: bool = False
     accounts: list[Account] = field(default_factory=list)
     account_rows: list[int] = field(default_factory=list)    # compared rows per account
     account_agreement: list[float] = field(default_factory=list)  # after, per account
@@ -167,8 +170,9 @@ def _require_compared_rows(rec: Recorded, trace) -> None:
         file=None if isinstance(trace, pd.DataFrame) else str(trace), field="status")
 
 
-def _contradicting(rec: Recorded, model: CostModel) -> np.ndarray:
-    """Observed throttles with no observed-admitted billed request in the 12 s before."""
+def _contradicting(rec: Recorded, model: CostModel, slack: float = 0.0) -> np.ndarray:
+    """Observed throttles with no observed-admitted billed request in the 12 s before
+    (``slack``: how far a decision may lie after its recorded time, client-side)."""
     billed = (model.R != 0).any(axis=1) if model.names else np.zeros(len(rec), bool)
     admitted_t = np.sort(rec.t_s[billed & (rec.observed == "ok")])
     out = np.zeros(len(rec), dtype=bool)
@@ -177,8 +181,8 @@ def _contradicting(rec: Recorded, model: CostModel) -> np.ndarray:
         return out
     t = rec.t_s[thr]
     # admitted requests in (t - 12, t)
-    k_hi = np.searchsorted(admitted_t, t, side="left")
-    k_lo = np.searchsorted(admitted_t, t - WINDOW_S, side="right")
+    k_hi = np.searchsorted(admitted_t, t + slack, side="left")
+    k_lo = np.searchsorted(admitted_t, t - WINDOW_S - slack, side="right")
     out[thr] = (k_hi - k_lo) == 0
     return out
 
@@ -228,12 +232,24 @@ def kept_agreement(after: Prediction, dropped: list[DroppedRow]) -> tuple[float,
 
 
 def _judge(verdict: str, after: Prediction, dropped: list[DroppedRow],
-           notes: list[str]) -> str:
+           notes: list[str], open_rows: np.ndarray | None = None) -> str:
     """``does not fit`` when the fit mispredicts more than 1 % of the rows it kept, or
     had to leave out more than :data:`MOST_LEFT_OUT` of the compared rows; else
-    ``verdict`` unchanged. Never ``fitted`` on too little."""
+    ``verdict`` unchanged. Never ``fitted`` on too little. ``open_rows``: rows whose
+    outcome a client-side log's timing leaves open (:func:`.client.timing_open`); a
+    misprediction there is not counted against the fit, and the note says how many."""
     if verdict not in ("fitted", "bounded", "not identified"):
         return verdict
+    if open_rows is not None:
+        missed = after.compared & (after.predicted != after.observed)
+        spared = missed & open_rows
+        if spared.any():
+            notes.append(f"{int(spared.sum()):,} of the {int(missed.sum()):,} attempts the "
+                         "replay at the fit mispredicts were decided, within the timing "
+                         "bounds, either side of a window start, an attempt answered "
+                         "otherwise or a settlement: the log's times leave their outcome "
+                         "open, so they do not count against the fit")
+            after = replace(after, compared=after.compared & ~spared)
     share, agreed, n = kept_agreement(after, dropped)
     left = len(dropped) / max(after.n_compared, 1)
     why = []
@@ -254,12 +270,16 @@ def _judge(verdict: str, after: Prediction, dropped: list[DroppedRow],
 
 def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricing: Pricing,
               *, limiter_settings: LimiterSettings | None = None,
-              fit: tuple[str, ...] = FITS, accounts: list[Account] | None = None
+              fit: tuple[str, ...] = FITS, accounts: list[Account] | None = None,
+              client_times: bool = False, delay_s: tuple[float, float] | None = None
               ) -> Calibration:
     """Calibrate ``pricing``, the window phase and the refund rule on ``trace`` for
     ``tier`` (module doc); ``accounts``: the trace mixes these accounts' keys, each
     calibrated on its own budget (its tier's; ``tier`` is then unused) with one price
-    list identified from every account's decisions jointly (:mod:`.accounts`)."""
+    list identified from every account's decisions jointly (:mod:`.accounts`);
+    ``client_times``: the trace's times are the client's send times (:mod:`.client`),
+    the network delay each way within ``delay_s`` (seconds; None: bounded by each row's
+    recorded latency)."""
     settings = limiter_settings or LimiterSettings()
     rec = load_recorded(trace)
     _require_compared_rows(rec, trace)
@@ -275,16 +295,22 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
         tier = max((a.tier for a in accounts), key=lambda t: t.cu_per_window)
     model = build_cost_model(rec, pricing)
     theta0 = model.theta_of(pricing)
+    unc, slack, rec_replay = None, 0.0, rec
+    if client_times:
+        timing = client_timing(rec, rec_lp.t_s, delay_s)
+        unc, slack = timing.uncertain, timing.slack
+        rec_lp = replace(rec_lp, t_s=timing.earliest)
+        rec_replay = timing.replayed(rec)
 
     def predict_at(th: np.ndarray, st: LimiterSettings) -> Prediction:
-        return predict_recorded(rec, model, th, tier, pricing, st, accounts, acct)
+        return predict_recorded(rec_replay, model, th, tier, pricing, st, accounts, acct)
 
     before = predict_at(theta0, settings)
     notes: list[str] = []
     conflicts = [] if accounts or "decisions" not in fit else \
         shared_budget_conflicts(rec, model)
 
-    bad = _contradicting(rec_lp, model)
+    bad = _contradicting(rec_lp, model, slack)
     thr_total = int(((rec.observed == "throttled") & rec.compared).sum())
     contradicting = [DroppedRow(int(rec.order[i]), float(rec.t_s[i]), str(rec.method[i]),
                                 "throttled", CONTRADICTION) for i in np.flatnonzero(bad)]
@@ -293,6 +319,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
         unusable[bad] = CONTRADICTION
         rec = replace(rec, unusable=unusable)
         rec_lp = replace(rec_lp, unusable=unusable)
+        rec_replay = replace(rec_replay, unusable=unusable)
     verdict = "fitted"
     if conflicts:
         verdict = "does not fit"
@@ -313,7 +340,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
     if "decisions" in fit and verdict not in ("contradicted", "does not fit") and model.names:
         budgets = None if acct is None else np.array(
             [a.tier.cu_per_window for a in accounts], float)[acct]
-        ev = build_events(rec_lp, model, budgets=budgets)
+        ev = build_events(rec_lp, model, budgets=budgets, unc=unc)
         scale = Scaled.of(model, budget).scale
         per_gas = model.names.index(PER_GAS) if PER_GAS in model.names else None
         ratios = tuple((j, per_gas) for j, nm in enumerate(model.names)
@@ -331,7 +358,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
                                  phase_s=ph % WINDOW_S)
             if accounts:
                 return predict_at(th, st).predicted
-            return replay(rec, costs_of(rec, model, th), tier, pricing, st)
+            return replay(rec_replay, costs_of(rec_replay, model, th), tier, pricing, st)
 
         kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0,
                   predict=predict)
@@ -409,7 +436,12 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
     after = predict_at(theta, settings)
-    verdict = _judge(verdict, after, contradicting + dropped, notes)
+    if client_times:
+        notes.append(client_note(delay_s))
+    open_rows = None
+    if client_times and settings.alignment == "utc":
+        open_rows = timing_open(rec, timing, settings.phase_s)
+    verdict = _judge(verdict, after, contradicting + dropped, notes, open_rows)
     phase_iv = None
     if ident is not None and "phase" in fit and thr_total:
         phase_iv = Interval(ident.phase_low, ident.phase_high, after.agreed, False, False)
@@ -427,6 +459,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
                        rules_fit=() if ident is None else ident.rules,
                        dropped=contradicting + dropped, gas_caps=gas_caps,
                        lp_candidates=0 if ident is None else ident.candidates_tried,
+                       client_delay_s=delay_s, client_times=client_times,
                        accounts=list(accounts or ()), account_rows=per_acct_rows,
                        account_agreement=per_acct_agree, conflicts=conflicts)
 

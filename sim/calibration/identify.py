@@ -57,6 +57,19 @@ _FEAS_TOL = 1e-9
 
 
 @dataclass(frozen=True)
+class Uncertain:
+    """When each row's decision and settlement happened is known only within bounds (a
+    client-side log: send times, network delays): per trace row, the decision lies in
+    ``[t_s, t_s + width]`` (``t_s`` the earliest: send time plus the least delay), the
+    settlement in ``[settle_lo, settle_hi]``. :func:`build_system` then imposes only
+    what holds for every such timing (:func:`_build_system_uncertain`)."""
+
+    width: np.ndarray
+    settle_lo: np.ndarray
+    settle_hi: np.ndarray
+
+
+@dataclass(frozen=True)
 class Events:
     """The phase-independent pieces of a trace's decisions (rows in time order).
 
@@ -86,6 +99,7 @@ class Events:
     rec: Recorded | None = None
     model: CostModel | None = None
     row_budget: np.ndarray | None = None   # each trace row's account budget (None: one)
+    unc: Uncertain | None = None           # client-side timing bounds (None: exact times)
 
     def dec_budget(self, budget: float) -> np.ndarray | float:
         """Each decision's window budget: its account's, or ``budget`` for one account."""
@@ -101,15 +115,17 @@ def flipped(ev: Events, flip: np.ndarray | None) -> Events:
     rows = ev.dec[flip]
     observed = ev.rec.observed.copy()
     observed[rows] = np.where(observed[rows] == "ok", "throttled", "ok")
-    return build_events(replace(ev.rec, observed=observed), ev.model, budgets=ev.row_budget)
+    return build_events(replace(ev.rec, observed=observed), ev.model, budgets=ev.row_budget,
+                        unc=ev.unc)
 
 
 def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None,
-                 budgets: np.ndarray | None = None) -> Events:
+                 budgets: np.ndarray | None = None, unc: Uncertain | None = None) -> Events:
     """The decisions and the CU events of ``rec`` under ``model`` (``use``: the rows
     allowed as decisions; default every compared one; ``budgets``: each row's account
     budget when the trace holds several accounts, their times kept apart by
-    :func:`~.accounts.separated_times`)."""
+    :func:`~.accounts.separated_times`; ``unc``: bounds on when each row was decided and
+    settled, for a client-side log)."""
     k = len(model.names)
     billed = (model.R != 0).any(axis=1) if k else np.zeros(len(rec), bool)
     compared = rec.compared if use is None else use
@@ -141,15 +157,20 @@ def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None,
         dec_type=(np.unique(model.R[dec], axis=0, return_inverse=True)[1].ravel()
                   if len(dec) and k else np.zeros(len(dec), np.int64)),
         res=res, res_t=rec.t_s[res], res_R=model.R[res],
-        ref=refunds, ref_t=rec.t_s[refunds] + lat[refunds], ref_origin_t=rec.t_s[refunds],
+        ref=refunds, ref_t=(rec.t_s[refunds] + lat[refunds] if unc is None
+                            else unc.settle_lo[refunds]),
+        ref_origin_t=rec.t_s[refunds],
         ref_vec=ref_vec[refunds], ref_const=ref_const[refunds],
         hard_A=np.vstack(rows_A) if k else np.zeros((0, 0)),
-        hard_b=np.concatenate(rows_b), rec=rec, model=model, row_budget=budgets)
+        hard_b=np.concatenate(rows_b), rec=rec, model=model, row_budget=budgets, unc=unc)
 
 
 def breakpoints(ev: Events) -> np.ndarray:
     """Sorted phases (s in [0, 12)) where some event changes window."""
     t = np.concatenate([ev.dec_t, ev.res_t, ev.ref_t])
+    if ev.unc is not None:  # where an interval's end crosses a window start
+        t = np.concatenate([t, ev.dec_t + ev.unc.width[ev.dec], ev.res_t + ev.unc.width[ev.res],
+                            ev.unc.settle_hi[ev.ref]])
     return np.unique(np.round((ev.utc0 + t) % WINDOW_S, 9))
 
 
@@ -203,6 +224,8 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
     ``drop``: decisions (positions in ``ev.dec``) not imposed; ``flip``: those of them
     read as mislabelled (:func:`flipped`)."""
     ev = flipped(ev, flip)
+    if ev.unc is not None:
+        return _build_system_uncertain(ev, budget, phase, rule, drop)
     k = ev.n_prices
     # events: 0 settle (refund), 1 decision, 2 reservation; a settle at the time of a
     # request comes first, a request's decision before its own reservation
@@ -287,6 +310,74 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
         blocks_A.append(after[:, :k] * sgn[:, None])
         blocks_b.append(-after[:, k] * sgn)
     return System(np.vstack(blocks_A), np.concatenate(blocks_b), len(A), cross, clipped)
+
+
+def _build_system_uncertain(ev: Events, budget: float, phase: float, rule: str,
+                            drop: np.ndarray | None) -> System:
+    """:func:`build_system` when decision and settlement times are only bounded
+    (:class:`Uncertain`): what every timing within the bounds satisfies.
+
+    A decision whose interval lies in one window W: recorded admitted, the CU W held at
+    least (reservations certainly in W and certainly before it, less every refund that
+    may have landed in W before it) plus its own reservation fit the budget; recorded
+    throttled, the CU W held at most (reservations that may be in W before it, less the
+    refunds of W's own reservations certainly settled in W before it) plus its own
+    exceed it. Both bounds hold under either refund rule and whatever the clipping at
+    zero (clipping only raises a counter, and a window's own refunds never take it below
+    zero). A decision whose interval straddles a window start imposes nothing."""
+    k = ev.n_prices
+    unc = ev.unc
+    a, wd = ev.dec_t, unc.width[ev.dec]
+    b_ = a + wd
+    ro = np.argsort(ev.res_t, kind="stable")
+    ra, res_row, res_R = ev.res_t[ro], ev.res[ro], ev.res_R[ro]
+    rb = ra + unc.width[res_row]
+    r_w = float((rb - ra).max()) if len(ra) else 0.0
+    fo = np.argsort(ev.ref_t, kind="stable")
+    sa, sb = ev.ref_t[fo], unc.settle_hi[ev.ref[fo]]
+    oa = ev.ref_origin_t[fo]
+    ob = oa + unc.width[ev.ref[fo]]
+    ref_vec, ref_const = ev.ref_vec[fo], ev.ref_const[fo]
+    s_w = float((sb - sa).max()) if len(sa) else 0.0
+    w_a, w_b = _window(ev, a, phase), _window(ev, b_, phase)
+    start = w_a * WINDOW_S + phase - ev.utc0          # window start, trace seconds
+    end = start + WINDOW_S
+    n_d = len(ev.dec)
+    A = np.zeros((n_d, k))
+    bvec = np.zeros(n_d)
+    bud = np.broadcast_to(np.asarray(ev.dec_budget(budget), float), (n_d,))
+    r_lo = np.searchsorted(ra, start - r_w, "left")
+    r_hi = np.searchsorted(ra, b_, "left")
+    f_lo = np.searchsorted(sa, start - s_w, "left")
+    f_hi = np.searchsorted(sa, b_, "left")
+    for i in range(n_d):
+        if w_a[i] != w_b[i]:
+            A[i], bvec[i] = 0.0, 1.0            # straddles a window start: nothing
+            continue
+        ws, we, ai = start[i], end[i], a[i]
+        row = ev.dec[i]
+        r = slice(r_lo[i], r_hi[i])
+        f = slice(f_lo[i], f_hi[i])
+        if ev.dec_admitted[i]:
+            held = (ra[r] >= ws) & (rb[r] < ai) & (res_row[r] != row)
+            # refunds that may have landed in W before the decision
+            may = sb[f] >= ws
+            if rule == "origin-window":
+                may &= (ob[f] >= ws) & (oa[f] < we)
+            lhs = res_R[r][held].sum(axis=0) - ref_vec[f][may].sum(axis=0) + ev.dec_R[i]
+            A[i], bvec[i] = lhs, bud[i] + ref_const[f][may].sum()
+        else:
+            held = (rb[r] >= ws) & (ra[r] < we) & (res_row[r] != row)
+            sure = (oa[f] >= ws) & (ob[f] < we) & (sa[f] >= ws) & (sb[f] < ai)
+            lhs = res_R[r][held].sum(axis=0) - ref_vec[f][sure].sum(axis=0) + ev.dec_R[i]
+            A[i] = -lhs
+            bvec[i] = -(bud[i] * (1 + THROTTLE_MARGIN) + ref_const[f][sure].sum())
+    if drop is not None and len(drop):
+        keep_d = np.ones(n_d, bool)
+        keep_d[drop] = False
+        A, bvec = A[keep_d], bvec[keep_d]
+    return System(np.vstack([A, ev.hard_A]), np.concatenate([bvec, ev.hard_b]), len(A),
+                  np.zeros(0, np.int64), np.zeros(0, bool))
 
 
 def _cross_after(ev: Events, budget: float, phase: float, rule: str, clipped, theta,
@@ -499,6 +590,15 @@ def contradictions_at(ev: Events, phase: float) -> int:
     w = _window(ev, t, phase)
     start_t = w * WINDOW_S + phase - ev.utc0
     res_t = np.sort(ev.res_t)
+    if ev.unc is not None:
+        # bounded times: only a throttle certainly in its window with no reservation
+        # that may precede it there (a conservative screen: never a false contradiction)
+        wd = ev.unc.width[ev.dec]
+        w_max = float(ev.unc.width.max()) if len(ev.unc.width) else 0.0
+        certain = _window(ev, t + wd, phase) == w
+        held = np.searchsorted(res_t, t + wd, "left") - np.searchsorted(
+            res_t, start_t - w_max, "left")
+        return int((~ev.dec_admitted & certain & (held == 0)).sum())
     held = np.searchsorted(res_t, t, "left") - np.searchsorted(res_t, start_t, "left")
     thr = ~ev.dec_admitted
     bad = int((thr & (held == 0)).sum())

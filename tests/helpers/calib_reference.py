@@ -178,6 +178,24 @@ def mislabel(frame: pd.DataFrame, rng: np.random.Generator, n: int) -> tuple[pd.
     return out, pick
 
 
+def client_log(frame: pd.DataFrame, rng: np.random.Generator, skew_s: float,
+               delay_s: tuple[float, float]) -> pd.DataFrame:
+    """The log a client would have written of the service's answers in ``frame`` (whose
+    ``time_ns`` are the service's decision times and ``latency_ms`` the time from the
+    decision to the reply, the settlement): each request sent one network delay before
+    its decision and its reply received one delay after, both drawn uniformly in
+    ``delay_s``, times on a clock ``skew_s`` ahead of the service's, ``latency_ms`` the
+    round trip the client saw, rows in the order the replies arrived."""
+    out = frame.copy()
+    n = len(out)
+    up = rng.uniform(*delay_s, n)
+    down = rng.uniform(*delay_s, n)
+    out["time_ns"] = out["time_ns"] + np.round((skew_s - up) * 1e9).astype(np.int64)
+    out["latency_ms"] = out["latency_ms"] + 1e3 * (up + down)
+    arrival = out["time_ns"] + np.round(out["latency_ms"] * 1e6).astype(np.int64)
+    return out.iloc[np.argsort(arrival.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
 SAMPLE_KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"
 
 
