@@ -86,6 +86,12 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
              "agreement_after": _num(ag)}
             for a, n, ag in zip(cal.accounts, cal.account_rows, cal.account_agreement,
                                 strict=True)]
+    if cal.client_times:
+        doc["client_times"] = {
+            "phase_on": "the log's clock (the service's phase plus the client clock's "
+                        "constant skew, which the log cannot show)",
+            "delay_s": None if cal.client_delay_s is None else list(cal.client_delay_s),
+            "delays_from": "given" if cal.client_delay_s else "each row's recorded latency"}
     if cal.conflicts:
         doc["key_conflicts"] = [c.__dict__ for c in cal.conflicts]
     return doc
@@ -104,6 +110,9 @@ def pricing_toml(cal: Calibration) -> str:
     if cal.settings_after.alignment == "utc":
         out += ["[limiter]", 'alignment = "utc"',
                 f"phase_s = {cal.settings_after.phase_s:.3f}"]
+        if cal.client_times:
+            out.append("# on the log's clock (client send times): the service's phase "
+                       "plus the client's clock skew")
         if cal.phase_interval is not None:
             iv = cal.phase_interval
             out.append(f"# the decisions fit phases {iv.low % WINDOW_S:.3f} to "
@@ -187,8 +196,9 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
     ph = doc["window_phase"]
     if ph:
         ra = ph["from_retry_after"]
+        clock = "the log's clock" if cal.client_times else "the UTC clock"
         lines.append(f"- window phase: {ph['estimate_s']:.2f} s after each multiple of 12 s "
-                     "on the UTC clock" + (f" (Retry-After: {ra['low_s'] % 12:.2f}-"
+                     f"on {clock}" + (f" (Retry-After: {ra['low_s'] % 12:.2f}-"
                                            f"{ra['high_s'] % 12:.2f} s, ±{ra['spread_s']:.2f}"
                                            f" s, {ra['consistent']} of {ra['observations']}"
                                            " values consistent)" if ra else
