@@ -140,6 +140,7 @@ class Calibration:
     account_rows: list[int] = field(default_factory=list)    # compared rows per account
     account_agreement: list[float] = field(default_factory=list)  # after, per account
     conflicts: list[Conflict] = field(default_factory=list)
+    duplicates: list[int] = field(default_factory=list)   # trace rows read once
 
     @property
     def refund_rule(self) -> str:
@@ -221,6 +222,20 @@ def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray, flip: np.ndarray
     return out
 
 
+def _duplicates(rec: Recorded) -> np.ndarray:
+    """Rows that repeat an earlier row in every field the calibration reads (time to the
+    nanosecond, key, API, method, status, latency, items, profiles, gas, CU,
+    Retry-After): a log that wrote one answer twice. True for each repeat."""
+    if not len(rec):
+        return np.zeros(0, bool)
+    frame = pd.DataFrame({
+        "t": np.round(rec.t_s * 1e9).astype(np.int64), "m": rec.method, "a": rec.api,
+        "k": rec.key if rec.key is not None else "", "s": rec.status, "l": rec.latency_s,
+        "i": rec.items, "p": [",".join(p) for p in rec.profiles], "g": rec.gas_used,
+        "c": rec.cu, "r": rec.retry_after_s})
+    return frame.duplicated(keep="first").to_numpy()
+
+
 def kept_agreement(after: Prediction, dropped: list[DroppedRow]) -> tuple[float, int, int]:
     """Agreement over the compared rows not left out by name: ``(share, agreed,
     compared)`` (share NaN when none)."""
@@ -283,6 +298,12 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
     settings = limiter_settings or LimiterSettings()
     rec = load_recorded(trace)
     _require_compared_rows(rec, trace)
+    dup = _duplicates(rec)
+    duplicates = sorted(int(r) for r in rec.order[dup])
+    if dup.any():
+        from .accounts import subset
+
+        rec = subset(rec, ~dup)
     if "cu" not in fit:  # decisions alone: the bill is not read, not even as settlements
         rec = replace(rec, cu=np.full(len(rec), np.nan))
     acct = None
@@ -307,6 +328,9 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
 
     before = predict_at(theta0, settings)
     notes: list[str] = []
+    if duplicates:
+        notes.append(f"{len(duplicates):,} rows repeat an earlier row in every field "
+                     "(the same answer logged twice) and were read once; see report.md")
     conflicts = [] if accounts or "decisions" not in fit else \
         shared_budget_conflicts(rec, model)
 
@@ -461,6 +485,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
                        lp_candidates=0 if ident is None else ident.candidates_tried,
                        client_delay_s=delay_s, client_times=client_times,
                        accounts=list(accounts or ()), account_rows=per_acct_rows,
-                       account_agreement=per_acct_agree, conflicts=conflicts)
+                       account_agreement=per_acct_agree, conflicts=conflicts,
+                       duplicates=duplicates)
 
 

@@ -86,6 +86,8 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
              "agreement_after": _num(ag)}
             for a, n, ag in zip(cal.accounts, cal.account_rows, cal.account_agreement,
                                 strict=True)]
+    if cal.duplicates:
+        doc["duplicate_rows"] = cal.duplicates
     if cal.client_times:
         doc["client_times"] = {
             "phase_on": "the log's clock (the service's phase plus the client clock's "
@@ -262,6 +264,11 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
                   "| trace row | t (s) | method | recorded | why |", "|---|---|---|---|---|"]
         lines += [f"| {d.row} | {d.t_s:.3f} | `{d.method}` | {d.observed} | {d.why} |"
                   for d in cal.dropped]
+    if cal.duplicates:
+        shown = ", ".join(str(r) for r in cal.duplicates[:50])
+        lines += ["", f"## Rows read once ({len(cal.duplicates)})", "",
+                  "These trace rows repeat an earlier row in every field (the same answer "
+                  f"logged twice): {shown}" + (" ..." if len(cal.duplicates) > 50 else "")]
     if doc["exact_fit"]:
         e = doc["exact_fit"]
         lines += ["", f"Exact fit on {e['rows']:,} rows with billed CU: residual RMS "
