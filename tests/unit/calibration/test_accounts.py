@@ -76,3 +76,16 @@ def test_separated_accounts_keep_their_phase_and_day(tmp_path):
     assert t[1] - rec.t_s[1] == DAY_S  # a whole day: the window phase and UTC day kept
     assert (t[[0, 2]] == rec.t_s[[0, 2]]).all()
     assert subset(rec, np.array([False, True, False])).t_s.tolist() == [5.0]
+
+
+def test_no_tier_and_no_accounts_is_a_user_error(tmp_path):
+    from click.testing import CliRunner
+
+    from sim.cli.main import main
+
+    result = CliRunner().invoke(main, ["calibrate", str(tmp_path / "t.parquet"), "--out",
+                                       str(tmp_path / "cal")])
+    assert result.exit_code == 2
+    assert "--tier: missing; expected the account's tier (--tier NAME), or --accounts" in \
+        result.output
+    assert not (tmp_path / "cal").exists()
