@@ -324,56 +324,51 @@ def _build_system_uncertain(ev: Events, budget: float, phase: float, rule: str,
     refunds of W's own reservations certainly settled in W before it) plus its own
     exceed it. Both bounds hold under either refund rule and whatever the clipping at
     zero (clipping only raises a counter, and a window's own refunds never take it below
-    zero). A decision whose interval straddles a window start imposes nothing."""
+    zero). A decision that may fall either side of a window start imposes nothing.
+    Certainly / possibly are judged with the widest interval of the log (prefix sums
+    over time-sorted events), which only loosens the bounds."""
     k = ev.n_prices
     unc = ev.unc
-    a, wd = ev.dec_t, unc.width[ev.dec]
-    b_ = a + wd
+    a = ev.dec_t
+    b_ = a + unc.width[ev.dec]
+    w_max = float(unc.width.max()) if len(unc.width) else 0.0
     ro = np.argsort(ev.res_t, kind="stable")
-    ra, res_row, res_R = ev.res_t[ro], ev.res[ro], ev.res_R[ro]
-    rb = ra + unc.width[res_row]
-    r_w = float((rb - ra).max()) if len(ra) else 0.0
+    ra = ev.res_t[ro]
+    P_R = np.vstack([np.zeros((1, k)), np.cumsum(ev.res_R[ro], axis=0)])
     fo = np.argsort(ev.ref_t, kind="stable")
-    sa, sb = ev.ref_t[fo], unc.settle_hi[ev.ref[fo]]
-    oa = ev.ref_origin_t[fo]
-    ob = oa + unc.width[ev.ref[fo]]
-    ref_vec, ref_const = ev.ref_vec[fo], ev.ref_const[fo]
-    s_w = float((sb - sa).max()) if len(sa) else 0.0
+    sa = ev.ref_t[fo]
+    sb = unc.settle_hi[ev.ref[fo]]
+    s_w = float(max((sb - sa).max(), w_max)) if len(sa) else w_max
+    lag = float((sa - ev.ref_origin_t[fo]).max()) if len(sa) else 0.0
+    ref_full = np.hstack([ev.ref_vec[fo], ev.ref_const[fo][:, None]]) if len(sa) else \
+        np.zeros((0, k + 1))
+    P_F = np.vstack([np.zeros((1, k + 1)), np.cumsum(ref_full, axis=0)])
     w_a, w_b = _window(ev, a, phase), _window(ev, b_, phase)
     start = w_a * WINDOW_S + phase - ev.utc0          # window start, trace seconds
-    end = start + WINDOW_S
-    n_d = len(ev.dec)
-    A = np.zeros((n_d, k))
-    bvec = np.zeros(n_d)
-    bud = np.broadcast_to(np.asarray(ev.dec_budget(budget), float), (n_d,))
-    r_lo = np.searchsorted(ra, start - r_w, "left")
-    r_hi = np.searchsorted(ra, b_, "left")
-    f_lo = np.searchsorted(sa, start - s_w, "left")
-    f_hi = np.searchsorted(sa, b_, "left")
-    for i in range(n_d):
-        if w_a[i] != w_b[i]:
-            A[i], bvec[i] = 0.0, 1.0            # straddles a window start: nothing
-            continue
-        ws, we, ai = start[i], end[i], a[i]
-        row = ev.dec[i]
-        r = slice(r_lo[i], r_hi[i])
-        f = slice(f_lo[i], f_hi[i])
-        if ev.dec_admitted[i]:
-            held = (ra[r] >= ws) & (rb[r] < ai) & (res_row[r] != row)
-            # refunds that may have landed in W before the decision
-            may = sb[f] >= ws
-            if rule == "origin-window":
-                may &= (ob[f] >= ws) & (oa[f] < we)
-            lhs = res_R[r][held].sum(axis=0) - ref_vec[f][may].sum(axis=0) + ev.dec_R[i]
-            A[i], bvec[i] = lhs, bud[i] + ref_const[f][may].sum()
-        else:
-            held = (rb[r] >= ws) & (ra[r] < we) & (res_row[r] != row)
-            sure = (oa[f] >= ws) & (ob[f] < we) & (sa[f] >= ws) & (sb[f] < ai)
-            lhs = res_R[r][held].sum(axis=0) - ref_vec[f][sure].sum(axis=0) + ev.dec_R[i]
-            A[i] = -lhs
-            bvec[i] = -(bud[i] * (1 + THROTTLE_MARGIN) + ref_const[f][sure].sum())
+
+    def span(P, x, lo_t, hi_t):
+        i0, i1 = np.searchsorted(x, lo_t, "left"), np.searchsorted(x, hi_t, "left")
+        return np.where((i1 > i0)[:, None], P[np.maximum(i1, i0)] - P[i0], 0.0)
+
+    adm = ev.dec_admitted
+    # admitted: reservations certainly in W and before (ra >= start, ra + w_max < a),
+    # less every refund that may have landed in W before it (sa in [start - s_w, b))
+    held_min = span(P_R, ra, start, a - w_max)
+    may = span(P_F, sa, start - s_w, b_)
+    # throttled: reservations that may be in W before it (ra in [start - w_max, b)),
+    # less W's own refunds certainly settled before it (origin >= start: sa >= start +
+    # lag; settled before it: sa + s_w < a)
+    held_max = span(P_R, ra, start - w_max, b_)
+    sure = span(P_F, sa, start + lag, a - s_w)
+    lhs = np.where(adm[:, None], held_min - may[:, :k], held_max - sure[:, :k]) + ev.dec_R
+    const = np.where(adm, -may[:, k], -sure[:, k])
+    bud = np.broadcast_to(np.asarray(ev.dec_budget(budget), float), (len(a),))
+    A = np.where(adm[:, None], lhs, -lhs)
+    bvec = np.where(adm, bud - const, -(bud * (1 + THROTTLE_MARGIN) - const))
+    straddle = w_a != w_b
+    A[straddle], bvec[straddle] = 0.0, 1.0     # either side of a window start: nothing
     if drop is not None and len(drop):
-        keep_d = np.ones(n_d, bool)
+        keep_d = np.ones(len(a), bool)
         keep_d[drop] = False
         A, bvec = A[keep_d], bvec[keep_d]
     return System(np.vstack([A, ev.hard_A]), np.concatenate([bvec, ev.hard_b]), len(A),
@@ -598,7 +593,26 @@ def contradictions_at(ev: Events, phase: float) -> int:
         certain = _window(ev, t + wd, phase) == w
         held = np.searchsorted(res_t, t + wd, "left") - np.searchsorted(
             res_t, start_t - w_max, "left")
-        return int((~ev.dec_admitted & certain & (held == 0)).sum())
+        bad = int((~ev.dec_admitted & certain & (held == 0)).sum())
+        # an admission certainly after a throttle of the identical reservation, both
+        # certainly in one window, no settlement possibly between them
+        sl, sh = ev.unc.settle_lo[ev.ref], ev.unc.settle_hi[ev.ref]
+        so = np.argsort(sl, kind="stable")
+        sl, cm = sl[so], np.maximum.accumulate(sh[so]) if len(so) else sh
+        k_s = np.searchsorted(sl, t + wd, "left")
+        seg = np.maximum(start_t, np.where(k_s > 0, cm[np.maximum(k_s - 1, 0)], -np.inf)
+                         if len(so) else start_t)
+        thr = ~ev.dec_admitted
+        for typ in np.unique(ev.dec_type):
+            mine = ev.dec_type == typ
+            tt = np.sort(t[mine & thr & certain])
+            if not tt.size:
+                continue
+            adm = mine & ev.dec_admitted & certain
+            n_before = np.searchsorted(tt, t[adm] - w_max, "left") - np.searchsorted(
+                tt, seg[adm], "left")
+            bad += int((n_before > 0).sum())
+        return bad
     held = np.searchsorted(res_t, t, "left") - np.searchsorted(res_t, start_t, "left")
     thr = ~ev.dec_admitted
     bad = int((thr & (held == 0)).sum())
