@@ -143,3 +143,35 @@ def test_without_the_mapping_the_keys_that_contradict_one_budget_are_named(mixed
     assert pairs and all(len(p & big) == 1 for p in pairs)
     assert not any(k in result.output for k in ALL_KEYS)
     no_key_in(out)
+
+
+def test_both_accounts_logged_by_a_client_with_a_skewed_clock(mixed):
+    """The same two accounts as a client logged them (send times on a clock 1.9 s
+    ahead, 5-40 ms each way, completion order): --accounts with --client-times."""
+    from calib_reference import client_log, to_canonical
+
+    from sim.calibration import calibrate
+    from sim.calibration.accounts import load_accounts
+
+    path, h, frame, mapping = mixed
+    log = client_log(frame, np.random.default_rng(9), 1.9, (0.005, 0.040))
+    client = path.with_name("client.parquet")
+    to_canonical(log, client)
+    cal = calibrate(client, None, pricing(), accounts=load_accounts(mapping),
+                    client_times=True, delay_s=(0.005, 0.040))
+    assert cal.verdict == "fitted", cal.notes
+    assert cal.after.agreement >= 0.97
+    truth = {"rpc.method_cu.svc_call": h.call, "sizing.item_base_cu": h.base,
+             "sizing.cu_per_gas": h.per_gas, "sizing.profile_cap_cu.fast":
+             h.caps["fast"] * h.per_gas, "sizing.profile_cap_cu.deep":
+             h.caps["deep"] * h.per_gas}
+    prices = {p.name: p for p in cal.prices}
+    for name, v in truth.items():
+        p = prices[name]
+        assert (p.low or 0.0) <= v * (1 + 1e-9), (name, p)
+        assert p.high is None or v <= p.high * (1 + 1e-9), (name, p)
+    assert abs(prices["rpc.method_cu.svc_call"].value - h.call) <= 0.15 * h.call
+    on_log_clock = (PHASE + 1.9) % 12.0
+    iv = cal.phase_interval
+    assert (on_log_clock - iv.low % 12.0) % 12.0 <= (iv.high - iv.low) + 1e-9
+    assert abs(cal.settings_after.phase_s - on_log_clock) <= 0.3
