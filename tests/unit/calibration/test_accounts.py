@@ -41,6 +41,12 @@ def test_a_mapping_gives_each_account_its_tier_and_pseudonyms(tmp_path):
     (f'[[account]]\nname = "a"\ntier = "RPC"\nkeys = ["{KEY_A}"]\n'
      f'[[account]]\nname = "b"\ntier = "RPC"\nkeys = ["{KEY_A}"]\n', "account[1].keys",
      "listed under accounts 'a' and 'b'"),
+    # a key where a list was expected, or beside a number: the message never shows it
+    (f'[[account]]\nname = "a"\ntier = "RPC"\nkeys = "{KEY_A}"\n', "account.0.keys",
+     "valid list"),
+    (f'[[account]]\nname = "a"\ntier = "RPC"\nkeys = ["{KEY_A}", 5]\n',
+     "account.0.keys.1", "valid string"),
+    (f'[[account]]\nname = "a"\ntier = "RPC"\nkeys = ["{KEY_A}\n', "", "not valid TOML"),
 ])
 def test_a_malformed_mapping_names_file_and_field(tmp_path, text, field, words):
     path = write(tmp_path, text)
