@@ -29,6 +29,15 @@ from ..config.scenario import LimiterSettings
 from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..core.vocabulary import WINDOW_S
+from .accounts import (
+    Account,
+    Conflict,
+    account_of_rows,
+    conflicts_note,
+    separated_times,
+    shared_budget_conflicts,
+)
+from .client import client_note, client_timing, timing_open
 from .costs import CAP_PREFIX, PER_GAS, CostModel, build_cost_model
 from .exact import ExactFit, fit_exact
 from .identify import RULES, Events, Identified, Scaled, build_events, identify
@@ -43,15 +52,23 @@ the joint identification on decisions."""
 
 CONTRADICTION = "throttled with no admitted billed request in the 12 s before it"
 
-POOR_FIT_BELOW = 0.99
-"""Agreement after the fit below which the verdict is ``poor fit``: the fitted prices,
-phase and refund rule still mispredict more than 1 attempt in 100, which a right tier
-and a clean trace do not (noisy logs leave a few rows out, not a tenth of them); a
-wrong ``--tier`` does (the shipped sample against ``RPC`` instead of ``All 3 APIs``:
-65.5 % after)."""
+DOES_NOT_FIT_BELOW = 0.99
+"""Agreement after the fit, over the compared rows not left out by name, below which
+the verdict is ``does not fit``: the fitted prices, phase and refund rule still
+mispredict more than 1 attempt in 100 that they were fitted to, which a right tier and a
+clean trace do not; a wrong ``--tier`` does (the shipped sample against ``RPC`` instead
+of ``All 3 APIs``: 65.5 % after)."""
 
-POOR_FIT_HINT = ("check --tier (the account's tier when the trace was recorded), that the "
-                 "trace is one account's traffic, and the limiter settings")
+MOST_LEFT_OUT = 0.05
+"""The share of the decisions that may be left out by name (mislabelled, duplicated,
+contradicting) before the verdict is ``does not fit``: a noisy log loses a few rows in
+a hundred, a log that is not one account's traffic at one tier loses many more."""
+
+DOES_NOT_FIT_CAUSES = (
+    "likely causes: a wrong --tier (the account's tier when the trace was recorded); a "
+    "log mixing several accounts (each account's keys share its own budget: give "
+    "--accounts FILE); many mislabelled or duplicated rows (a proxy's status, not the "
+    "service's); other limiter settings")
 
 
 @dataclass(frozen=True)
@@ -117,6 +134,13 @@ class Calibration:
     dropped: list[DroppedRow] = field(default_factory=list)
     gas_caps: dict[str, GasCap] = field(default_factory=dict)
     lp_candidates: int = 0
+    client_delay_s: tuple[float, float] | None = None  # client-side: the delays assumed
+    client_times: bool = False
+    accounts: list[Account] = field(default_factory=list)
+    account_rows: list[int] = field(default_factory=list)    # compared rows per account
+    account_agreement: list[float] = field(default_factory=list)  # after, per account
+    conflicts: list[Conflict] = field(default_factory=list)
+    duplicates: list[int] = field(default_factory=list)   # trace rows read once
 
     @property
     def refund_rule(self) -> str:
@@ -147,18 +171,19 @@ def _require_compared_rows(rec: Recorded, trace) -> None:
         file=None if isinstance(trace, pd.DataFrame) else str(trace), field="status")
 
 
-def _contradicting(rec: Recorded, model: CostModel) -> np.ndarray:
-    """Observed throttles with no observed-admitted billed request in the 12 s before."""
+def _contradicting(rec: Recorded, model: CostModel, slack: float = 0.0) -> np.ndarray:
+    """Observed throttles with no observed-admitted billed request in the 12 s before
+    (``slack``: how far a decision may lie after its recorded time, client-side)."""
     billed = (model.R != 0).any(axis=1) if model.names else np.zeros(len(rec), bool)
-    admitted_t = rec.t_s[billed & (rec.observed == "ok")]
+    admitted_t = np.sort(rec.t_s[billed & (rec.observed == "ok")])
     out = np.zeros(len(rec), dtype=bool)
     thr = np.flatnonzero((rec.observed == "throttled") & rec.compared)
     if thr.size == 0:
         return out
     t = rec.t_s[thr]
     # admitted requests in (t - 12, t)
-    k_hi = np.searchsorted(admitted_t, t, side="left")
-    k_lo = np.searchsorted(admitted_t, t - WINDOW_S, side="right")
+    k_hi = np.searchsorted(admitted_t, t + slack, side="left")
+    k_lo = np.searchsorted(admitted_t, t - WINDOW_S - slack, side="right")
     out[thr] = (k_hi - k_lo) == 0
     return out
 
@@ -197,22 +222,119 @@ def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray, flip: np.ndarray
     return out
 
 
-def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pricing, *,
-              limiter_settings: LimiterSettings | None = None,
-              fit: tuple[str, ...] = FITS) -> Calibration:
+def _duplicates(rec: Recorded) -> np.ndarray:
+    """Rows that repeat an earlier row in every field the calibration reads (time to the
+    nanosecond, key, API, method, status, latency, items, profiles, gas, CU,
+    Retry-After): a log that wrote one answer twice. True for each repeat."""
+    if not len(rec):
+        return np.zeros(0, bool)
+    frame = pd.DataFrame({
+        "t": np.round(rec.t_s * 1e9).astype(np.int64), "m": rec.method, "a": rec.api,
+        "k": rec.key if rec.key is not None else "", "s": rec.status, "l": rec.latency_s,
+        "i": rec.items, "p": [",".join(p) for p in rec.profiles], "g": rec.gas_used,
+        "c": rec.cu, "r": rec.retry_after_s})
+    return frame.duplicated(keep="first").to_numpy()
+
+
+def kept_agreement(after: Prediction, dropped: list[DroppedRow]) -> tuple[float, int, int]:
+    """Agreement over the compared rows not left out by name: ``(share, agreed,
+    compared)`` (share NaN when none)."""
+    out = np.isin(after.order, [d.row for d in dropped])
+    kept = after.compared & ~out
+    agreed = int((after.predicted[kept] == after.observed[kept]).sum())
+    n = int(kept.sum())
+    return (agreed / n if n else math.nan), agreed, n
+
+
+def _judge(verdict: str, after: Prediction, dropped: list[DroppedRow],
+           notes: list[str], open_rows: np.ndarray | None = None) -> str:
+    """``does not fit`` when the fit mispredicts more than 1 % of the rows it kept, or
+    had to leave out more than :data:`MOST_LEFT_OUT` of the compared rows; else
+    ``verdict`` unchanged. Never ``fitted`` on too little. ``open_rows``: rows whose
+    outcome a client-side log's timing leaves open (:func:`.client.timing_open`); a
+    misprediction there is not counted against the fit, and the note says how many."""
+    if verdict not in ("fitted", "bounded", "not identified"):
+        return verdict
+    if open_rows is not None:
+        missed = after.compared & (after.predicted != after.observed)
+        spared = missed & open_rows
+        if spared.any():
+            notes.append(f"{int(spared.sum()):,} of the {int(missed.sum()):,} attempts the "
+                         "replay at the fit mispredicts were decided, within the timing "
+                         "bounds, either side of a window start, an attempt answered "
+                         "otherwise or a settlement: the log's times leave their outcome "
+                         "open, so they do not count against the fit")
+            after = replace(after, compared=after.compared & ~spared)
+    share, agreed, n = kept_agreement(after, dropped)
+    left = len(dropped) / max(after.n_compared, 1)
+    why = []
+    if not n or share < DOES_NOT_FIT_BELOW:
+        why.append(f"the replay at the fit agrees with {agreed:,} of the {n:,} compared "
+                   f"attempts not left out ({'n/a' if not n else f'{100 * share:.2f} %'}), "
+                   f"below {100 * DOES_NOT_FIT_BELOW:g} %")
+    if left > MOST_LEFT_OUT:
+        why.append(f"{len(dropped):,} of {after.n_compared:,} compared attempts "
+                   f"({100 * left:.1f} %) had to be left out, more than "
+                   f"{100 * MOST_LEFT_OUT:g} %")
+    if not why:
+        return verdict
+    notes.append("does not fit: " + "; ".join(why) + ": these prices, window phase and "
+                 f"refund rule do not explain the recorded decisions; {DOES_NOT_FIT_CAUSES}")
+    return "does not fit"
+
+
+def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricing: Pricing,
+              *, limiter_settings: LimiterSettings | None = None,
+              fit: tuple[str, ...] = FITS, accounts: list[Account] | None = None,
+              client_times: bool = False, delay_s: tuple[float, float] | None = None
+              ) -> Calibration:
     """Calibrate ``pricing``, the window phase and the refund rule on ``trace`` for
-    ``tier`` (module doc)."""
+    ``tier`` (module doc); ``accounts``: the trace mixes these accounts' keys, each
+    calibrated on its own budget (its tier's; ``tier`` is then unused) with one price
+    list identified from every account's decisions jointly (:mod:`.accounts`);
+    ``client_times``: the trace's times are the client's send times (:mod:`.client`),
+    the network delay each way within ``delay_s`` (seconds; None: bounded by each row's
+    recorded latency)."""
     settings = limiter_settings or LimiterSettings()
     rec = load_recorded(trace)
     _require_compared_rows(rec, trace)
+    dup = _duplicates(rec)
+    duplicates = sorted(int(r) for r in rec.order[dup])
+    if dup.any():
+        from .accounts import subset
+
+        rec = subset(rec, ~dup)
     if "cu" not in fit:  # decisions alone: the bill is not read, not even as settlements
         rec = replace(rec, cu=np.full(len(rec), np.nan))
+    acct = None
+    rec_lp = rec  # the rows as the LP reads them: each account's apart from the others'
+    if accounts:
+        keys = rec.key if rec.key is not None else np.full(len(rec), "(none)", object)
+        acct = account_of_rows(keys, accounts, None if isinstance(trace, pd.DataFrame)
+                               else str(trace))
+        rec_lp = replace(rec, t_s=separated_times(rec, acct))
+        tier = max((a.tier for a in accounts), key=lambda t: t.cu_per_window)
     model = build_cost_model(rec, pricing)
     theta0 = model.theta_of(pricing)
-    before = predict_recorded(rec, model, theta0, tier, pricing, settings)
-    notes: list[str] = []
+    unc, slack, rec_replay = None, 0.0, rec
+    if client_times:
+        timing = client_timing(rec, rec_lp.t_s, delay_s)
+        unc, slack = timing.uncertain, timing.slack
+        rec_lp = replace(rec_lp, t_s=timing.earliest)
+        rec_replay = timing.replayed(rec)
 
-    bad = _contradicting(rec, model)
+    def predict_at(th: np.ndarray, st: LimiterSettings) -> Prediction:
+        return predict_recorded(rec_replay, model, th, tier, pricing, st, accounts, acct)
+
+    before = predict_at(theta0, settings)
+    notes: list[str] = []
+    if duplicates:
+        notes.append(f"{len(duplicates):,} rows repeat an earlier row in every field "
+                     "(the same answer logged twice) and were read once; see report.md")
+    conflicts = [] if accounts or "decisions" not in fit else \
+        shared_budget_conflicts(rec, model)
+
+    bad = _contradicting(rec_lp, model, slack)
     thr_total = int(((rec.observed == "throttled") & rec.compared).sum())
     contradicting = [DroppedRow(int(rec.order[i]), float(rec.t_s[i]), str(rec.method[i]),
                                 "throttled", CONTRADICTION) for i in np.flatnonzero(bad)]
@@ -220,7 +342,12 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         unusable = rec.unusable.copy()
         unusable[bad] = CONTRADICTION
         rec = replace(rec, unusable=unusable)
+        rec_lp = replace(rec_lp, unusable=unusable)
+        rec_replay = replace(rec_replay, unusable=unusable)
     verdict = "fitted"
+    if conflicts:
+        verdict = "does not fit"
+        notes.append(conflicts_note(conflicts))
     if thr_total and bad.sum() == thr_total:
         verdict = "contradicted"
         notes.append(f"every observed throttle ({thr_total}) came with no admitted billed "
@@ -234,8 +361,10 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     ident: Identified | None = None
     dropped: list[DroppedRow] = []
     budget = tier.cu_per_window
-    if "decisions" in fit and verdict != "contradicted" and model.names:
-        ev = build_events(rec, model)
+    if "decisions" in fit and verdict not in ("contradicted", "does not fit") and model.names:
+        budgets = None if acct is None else np.array(
+            [a.tier.cu_per_window for a in accounts], float)[acct]
+        ev = build_events(rec_lp, model, budgets=budgets, unc=unc)
         scale = Scaled.of(model, budget).scale
         per_gas = model.names.index(PER_GAS) if PER_GAS in model.names else None
         ratios = tuple((j, per_gas) for j, nm in enumerate(model.names)
@@ -251,7 +380,9 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
         def predict(th: np.ndarray, ph: float, rule: str) -> np.ndarray:
             st = LimiterSettings(kind=settings.kind, refund_to=rule, alignment="utc",
                                  phase_s=ph % WINDOW_S)
-            return replay(rec, costs_of(rec, model, th), tier, pricing, st)
+            if accounts:
+                return predict_at(th, st).predicted
+            return replay(rec_replay, costs_of(rec_replay, model, th), tier, pricing, st)
 
         kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0,
                   predict=predict)
@@ -328,19 +459,33 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier, pricing: Pric
     if not thr_total:
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
-    after = predict_recorded(rec, model, theta, tier, pricing, settings)
-    if verdict in ("fitted", "bounded", "not identified") and after.agreement < POOR_FIT_BELOW:
-        verdict = "poor fit"
-        notes.append(f"agreement after the fit is {100 * after.agreement:.2f} %, below "
-                     f"{100 * POOR_FIT_BELOW:g} %: these prices do not explain the recorded "
-                     f"decisions; {POOR_FIT_HINT}")
+    after = predict_at(theta, settings)
+    if client_times:
+        notes.append(client_note(delay_s))
+    open_rows = None
+    if client_times and settings.alignment == "utc":
+        open_rows = timing_open(rec, timing, settings.phase_s)
+    verdict = _judge(verdict, after, contradicting + dropped, notes, open_rows)
     phase_iv = None
     if ident is not None and "phase" in fit and thr_total:
         phase_iv = Interval(ident.phase_low, ident.phase_high, after.agreed, False, False)
-    return Calibration(tier.name, len(rec), before, after, settings, prices, model, theta,
+    per_acct_rows, per_acct_agree = [], []
+    for a in range(len(accounts or ())):
+        m = after.compared & (acct == a)
+        per_acct_rows.append(int(m.sum()))
+        per_acct_agree.append(float((after.predicted[m] == after.observed[m]).mean())
+                              if m.any() else math.nan)
+    label = tier.name if not accounts else (
+        f"{len(accounts)} accounts (" + ", ".join(f"{a.name}: {a.tier.name}"
+                                                   for a in accounts) + ")")
+    return Calibration(label, len(rec), before, after, settings, prices, model, theta,
                        exact, phase, phase_iv, int(bad.sum()), thr_total, verdict, notes,
                        rules_fit=() if ident is None else ident.rules,
                        dropped=contradicting + dropped, gas_caps=gas_caps,
-                       lp_candidates=0 if ident is None else ident.candidates_tried)
+                       lp_candidates=0 if ident is None else ident.candidates_tried,
+                       client_delay_s=delay_s, client_times=client_times,
+                       accounts=list(accounts or ()), account_rows=per_acct_rows,
+                       account_agreement=per_acct_agree, conflicts=conflicts,
+                       duplicates=duplicates)
 
 

@@ -57,6 +57,19 @@ _FEAS_TOL = 1e-9
 
 
 @dataclass(frozen=True)
+class Uncertain:
+    """When each row's decision and settlement happened is known only within bounds (a
+    client-side log: send times, network delays): per trace row, the decision lies in
+    ``[t_s, t_s + width]`` (``t_s`` the earliest: send time plus the least delay), the
+    settlement in ``[settle_lo, settle_hi]``. :func:`build_system` then imposes only
+    what holds for every such timing (:func:`_build_system_uncertain`)."""
+
+    width: np.ndarray
+    settle_lo: np.ndarray
+    settle_hi: np.ndarray
+
+
+@dataclass(frozen=True)
 class Events:
     """The phase-independent pieces of a trace's decisions (rows in time order).
 
@@ -85,6 +98,12 @@ class Events:
     hard_b: np.ndarray
     rec: Recorded | None = None
     model: CostModel | None = None
+    row_budget: np.ndarray | None = None   # each trace row's account budget (None: one)
+    unc: Uncertain | None = None           # client-side timing bounds (None: exact times)
+
+    def dec_budget(self, budget: float) -> np.ndarray | float:
+        """Each decision's window budget: its account's, or ``budget`` for one account."""
+        return budget if self.row_budget is None else self.row_budget[self.dec]
 
 
 def flipped(ev: Events, flip: np.ndarray | None) -> Events:
@@ -96,12 +115,17 @@ def flipped(ev: Events, flip: np.ndarray | None) -> Events:
     rows = ev.dec[flip]
     observed = ev.rec.observed.copy()
     observed[rows] = np.where(observed[rows] == "ok", "throttled", "ok")
-    return build_events(replace(ev.rec, observed=observed), ev.model)
+    return build_events(replace(ev.rec, observed=observed), ev.model, budgets=ev.row_budget,
+                        unc=ev.unc)
 
 
-def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None) -> Events:
+def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None,
+                 budgets: np.ndarray | None = None, unc: Uncertain | None = None) -> Events:
     """The decisions and the CU events of ``rec`` under ``model`` (``use``: the rows
-    allowed as decisions; default every compared one)."""
+    allowed as decisions; default every compared one; ``budgets``: each row's account
+    budget when the trace holds several accounts, their times kept apart by
+    :func:`~.accounts.separated_times`; ``unc``: bounds on when each row was decided and
+    settled, for a client-side log)."""
     k = len(model.names)
     billed = (model.R != 0).any(axis=1) if k else np.zeros(len(rec), bool)
     compared = rec.compared if use is None else use
@@ -133,15 +157,20 @@ def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None)
         dec_type=(np.unique(model.R[dec], axis=0, return_inverse=True)[1].ravel()
                   if len(dec) and k else np.zeros(len(dec), np.int64)),
         res=res, res_t=rec.t_s[res], res_R=model.R[res],
-        ref=refunds, ref_t=rec.t_s[refunds] + lat[refunds], ref_origin_t=rec.t_s[refunds],
+        ref=refunds, ref_t=(rec.t_s[refunds] + lat[refunds] if unc is None
+                            else unc.settle_lo[refunds]),
+        ref_origin_t=rec.t_s[refunds],
         ref_vec=ref_vec[refunds], ref_const=ref_const[refunds],
         hard_A=np.vstack(rows_A) if k else np.zeros((0, 0)),
-        hard_b=np.concatenate(rows_b), rec=rec, model=model)
+        hard_b=np.concatenate(rows_b), rec=rec, model=model, row_budget=budgets, unc=unc)
 
 
 def breakpoints(ev: Events) -> np.ndarray:
     """Sorted phases (s in [0, 12)) where some event changes window."""
     t = np.concatenate([ev.dec_t, ev.res_t, ev.ref_t])
+    if ev.unc is not None:  # where an interval's end crosses a window start
+        t = np.concatenate([t, ev.dec_t + ev.unc.width[ev.dec], ev.res_t + ev.unc.width[ev.res],
+                            ev.unc.settle_hi[ev.ref]])
     return np.unique(np.round((ev.utc0 + t) % WINDOW_S, 9))
 
 
@@ -195,6 +224,8 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
     ``drop``: decisions (positions in ``ev.dec``) not imposed; ``flip``: those of them
     read as mislabelled (:func:`flipped`)."""
     ev = flipped(ev, flip)
+    if ev.unc is not None:
+        return _build_system_uncertain(ev, budget, phase, rule, drop)
     k = ev.n_prices
     # events: 0 settle (refund), 1 decision, 2 reservation; a settle at the time of a
     # request comes first, a request's decision before its own reservation
@@ -262,10 +293,11 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
     dec_pos[rank] = where
     cnt = counter[dec_pos]
     lhs = cnt[:, :k] + ev.dec_R
-    rhs = budget - cnt[:, k]
+    bud = ev.dec_budget(budget)
+    rhs = bud - cnt[:, k]
     sign = np.where(ev.dec_admitted, 1.0, -1.0)
     A = lhs * sign[:, None]
-    b = np.where(ev.dec_admitted, rhs, -(rhs + budget * THROTTLE_MARGIN))
+    b = np.where(ev.dec_admitted, rhs, -(rhs + bud * THROTTLE_MARGIN))
     if drop is not None and len(drop):
         keep_d = np.ones(n_d, bool)
         keep_d[drop] = False
@@ -278,6 +310,69 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
         blocks_A.append(after[:, :k] * sgn[:, None])
         blocks_b.append(-after[:, k] * sgn)
     return System(np.vstack(blocks_A), np.concatenate(blocks_b), len(A), cross, clipped)
+
+
+def _build_system_uncertain(ev: Events, budget: float, phase: float, rule: str,
+                            drop: np.ndarray | None) -> System:
+    """:func:`build_system` when decision and settlement times are only bounded
+    (:class:`Uncertain`): what every timing within the bounds satisfies.
+
+    A decision whose interval lies in one window W: recorded admitted, the CU W held at
+    least (reservations certainly in W and certainly before it, less every refund that
+    may have landed in W before it) plus its own reservation fit the budget; recorded
+    throttled, the CU W held at most (reservations that may be in W before it, less the
+    refunds of W's own reservations certainly settled in W before it) plus its own
+    exceed it. Both bounds hold under either refund rule and whatever the clipping at
+    zero (clipping only raises a counter, and a window's own refunds never take it below
+    zero). A decision that may fall either side of a window start imposes nothing.
+    Certainly / possibly are judged with the widest interval of the log (prefix sums
+    over time-sorted events), which only loosens the bounds."""
+    k = ev.n_prices
+    unc = ev.unc
+    a = ev.dec_t
+    b_ = a + unc.width[ev.dec]
+    w_max = float(unc.width.max()) if len(unc.width) else 0.0
+    ro = np.argsort(ev.res_t, kind="stable")
+    ra = ev.res_t[ro]
+    P_R = np.vstack([np.zeros((1, k)), np.cumsum(ev.res_R[ro], axis=0)])
+    fo = np.argsort(ev.ref_t, kind="stable")
+    sa = ev.ref_t[fo]
+    sb = unc.settle_hi[ev.ref[fo]]
+    s_w = float(max((sb - sa).max(), w_max)) if len(sa) else w_max
+    lag = float((sa - ev.ref_origin_t[fo]).max()) if len(sa) else 0.0
+    ref_full = np.hstack([ev.ref_vec[fo], ev.ref_const[fo][:, None]]) if len(sa) else \
+        np.zeros((0, k + 1))
+    P_F = np.vstack([np.zeros((1, k + 1)), np.cumsum(ref_full, axis=0)])
+    w_a, w_b = _window(ev, a, phase), _window(ev, b_, phase)
+    start = w_a * WINDOW_S + phase - ev.utc0          # window start, trace seconds
+
+    def span(P, x, lo_t, hi_t):
+        i0, i1 = np.searchsorted(x, lo_t, "left"), np.searchsorted(x, hi_t, "left")
+        return np.where((i1 > i0)[:, None], P[np.maximum(i1, i0)] - P[i0], 0.0)
+
+    adm = ev.dec_admitted
+    # admitted: reservations certainly in W and before (ra >= start, ra + w_max < a),
+    # less every refund that may have landed in W before it (sa in [start - s_w, b))
+    held_min = span(P_R, ra, start, a - w_max)
+    may = span(P_F, sa, start - s_w, b_)
+    # throttled: reservations that may be in W before it (ra in [start - w_max, b)),
+    # less W's own refunds certainly settled before it (origin >= start: sa >= start +
+    # lag; settled before it: sa + s_w < a)
+    held_max = span(P_R, ra, start - w_max, b_)
+    sure = span(P_F, sa, start + lag, a - s_w)
+    lhs = np.where(adm[:, None], held_min - may[:, :k], held_max - sure[:, :k]) + ev.dec_R
+    const = np.where(adm, -may[:, k], -sure[:, k])
+    bud = np.broadcast_to(np.asarray(ev.dec_budget(budget), float), (len(a),))
+    A = np.where(adm[:, None], lhs, -lhs)
+    bvec = np.where(adm, bud - const, -(bud * (1 + THROTTLE_MARGIN) - const))
+    straddle = w_a != w_b
+    A[straddle], bvec[straddle] = 0.0, 1.0     # either side of a window start: nothing
+    if drop is not None and len(drop):
+        keep_d = np.ones(len(a), bool)
+        keep_d[drop] = False
+        A, bvec = A[keep_d], bvec[keep_d]
+    return System(np.vstack([A, ev.hard_A]), np.concatenate([bvec, ev.hard_b]), len(A),
+                  np.zeros(0, np.int64), np.zeros(0, bool))
 
 
 def _cross_after(ev: Events, budget: float, phase: float, rule: str, clipped, theta,
@@ -489,7 +584,35 @@ def contradictions_at(ev: Events, phase: float) -> int:
     t = ev.dec_t
     w = _window(ev, t, phase)
     start_t = w * WINDOW_S + phase - ev.utc0
-    res_t = ev.res_t
+    res_t = np.sort(ev.res_t)
+    if ev.unc is not None:
+        # bounded times: only a throttle certainly in its window with no reservation
+        # that may precede it there (a conservative screen: never a false contradiction)
+        wd = ev.unc.width[ev.dec]
+        w_max = float(ev.unc.width.max()) if len(ev.unc.width) else 0.0
+        certain = _window(ev, t + wd, phase) == w
+        held = np.searchsorted(res_t, t + wd, "left") - np.searchsorted(
+            res_t, start_t - w_max, "left")
+        bad = int((~ev.dec_admitted & certain & (held == 0)).sum())
+        # an admission certainly after a throttle of the identical reservation, both
+        # certainly in one window, no settlement possibly between them
+        sl, sh = ev.unc.settle_lo[ev.ref], ev.unc.settle_hi[ev.ref]
+        so = np.argsort(sl, kind="stable")
+        sl, cm = sl[so], np.maximum.accumulate(sh[so]) if len(so) else sh
+        k_s = np.searchsorted(sl, t + wd, "left")
+        seg = np.maximum(start_t, np.where(k_s > 0, cm[np.maximum(k_s - 1, 0)], -np.inf)
+                         if len(so) else start_t)
+        thr = ~ev.dec_admitted
+        for typ in np.unique(ev.dec_type):
+            mine = ev.dec_type == typ
+            tt = np.sort(t[mine & thr & certain])
+            if not tt.size:
+                continue
+            adm = mine & ev.dec_admitted & certain
+            n_before = np.searchsorted(tt, t[adm] - w_max, "left") - np.searchsorted(
+                tt, seg[adm], "left")
+            bad += int((n_before > 0).sum())
+        return bad
     held = np.searchsorted(res_t, t, "left") - np.searchsorted(res_t, start_t, "left")
     thr = ~ev.dec_admitted
     bad = int((thr & (held == 0)).sum())

@@ -47,7 +47,8 @@ class Recorded:
 
     ``t_s`` is seconds after ``base_ns`` (the first request), ``api`` each attempt's API,
     ``kind`` one of the ``KIND_*`` codes, ``observed`` the outcome class (``""`` when no
-    status was recorded), ``unusable`` a reason per row (``""`` when the row is compared).
+    status was recorded), ``unusable`` a reason per row (``""`` when the row is compared),
+    ``key`` each row's key pseudonym.
     """
 
     base_ns: int
@@ -65,6 +66,7 @@ class Recorded:
     retry_after_s: np.ndarray
     observed: np.ndarray
     unusable: np.ndarray
+    key: np.ndarray | None = None     # each row's key pseudonym (None: not read)
 
     def __len__(self) -> int:
         return len(self.t_s)
@@ -127,4 +129,5 @@ def load_recorded(trace: str | os.PathLike | pd.DataFrame) -> Recorded:
         kind=kind, items=_floats(tab, "items"), profiles=profiles,
         gas_used=_floats(tab, "gas_used"), cu=_floats(tab, "cu"), status=status,
         latency_s=_floats(tab, "latency_ms") / 1e3, retry_after_s=_floats(tab, "retry_after_s"),
-        observed=observed, unusable=unusable)
+        observed=observed, unusable=unusable,
+        key=tab["key"].astype(str).to_numpy(dtype=object) if "key" in tab.columns else None)

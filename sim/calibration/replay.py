@@ -179,11 +179,19 @@ def window_starts(rec: Recorded, settings: LimiterSettings) -> np.ndarray:
     return np.floor((rec.t_s + shift) / WINDOW_S) * WINDOW_S - shift
 
 
-def predict_recorded(rec: Recorded, model: CostModel, theta: np.ndarray, tier: Tier,
-                     pricing: Pricing, settings: LimiterSettings) -> Prediction:
-    """:func:`predict_as_recorded` on an already-loaded trace and cost model."""
+def predict_recorded(rec: Recorded, model: CostModel, theta: np.ndarray, tier: Tier | None,
+                     pricing: Pricing, settings: LimiterSettings, accounts=None,
+                     acct: np.ndarray | None = None) -> Prediction:
+    """:func:`predict_as_recorded` on an already-loaded trace and cost model;
+    ``accounts`` (:class:`~.accounts.Account`) with each row's index ``acct``: each
+    account replayed on its own tier instead of ``tier``."""
     costs = costs_of(rec, model, theta)
-    predicted = replay(rec, costs, tier, pricing, settings)
+    if accounts:
+        from .accounts import replay_accounts
+
+        predicted = replay_accounts(rec, costs, accounts, acct, pricing, settings)
+    else:
+        predicted = replay(rec, costs, tier, pricing, settings)
     unusable = rec.unusable.copy()
     unusable[(unusable == "") & np.isnan(costs.reserve)] = "a sizing profile the pricing lacks"
     compared = (unusable == "") & (predicted != "")

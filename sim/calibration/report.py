@@ -50,7 +50,7 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
                      "low_s": cal.phase_interval.low % WINDOW_S,
                      "high_s": cal.phase_interval.low % WINDOW_S
                      + (cal.phase_interval.high - cal.phase_interval.low)}}
-    return {
+    doc = {
         "capsim_version": __version__,
         "trace": trace_name,
         "tier": cal.tier,
@@ -79,6 +79,24 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
         "rows_not_usable": dict(sorted(unusable.items())),
         "pricing": cal.pricing_table(),
     }
+    # optional keys, present only where used (other calibrations' files stay as they were)
+    if cal.accounts:
+        doc["accounts"] = [
+            {"name": a.name, "tier": a.tier.name, "keys": list(a.keys), "compared": n,
+             "agreement_after": _num(ag)}
+            for a, n, ag in zip(cal.accounts, cal.account_rows, cal.account_agreement,
+                                strict=True)]
+    if cal.duplicates:
+        doc["duplicate_rows"] = cal.duplicates
+    if cal.client_times:
+        doc["client_times"] = {
+            "phase_on": "the log's clock (the service's phase plus the client clock's "
+                        "constant skew, which the log cannot show)",
+            "delay_s": None if cal.client_delay_s is None else list(cal.client_delay_s),
+            "delays_from": "given" if cal.client_delay_s else "each row's recorded latency"}
+    if cal.conflicts:
+        doc["key_conflicts"] = [c.__dict__ for c in cal.conflicts]
+    return doc
 
 
 def pricing_toml(cal: Calibration) -> str:
@@ -88,12 +106,15 @@ def pricing_toml(cal: Calibration) -> str:
            f"{_pct(cal.before.agreement)} before, {_pct(cal.after.agreement)} after.",
            "# Prices the data only bound or do not identify keep their given value; see",
            "# report.md. Paste under your scenario (keys deep-merge over the defaults).", ""]
-    if cal.verdict == "poor fit":  # only then: other calibrations' files stay as they were
-        out[-1:] = ["# POOR FIT: these prices do not explain the recorded decisions; see the",
+    if cal.verdict == "does not fit":  # only then: other calibrations' files stay as they were
+        out[-1:] = ["# DOES NOT FIT: these prices do not explain the recorded decisions; see the",
                     "# verdict in report.md before using them.", ""]
     if cal.settings_after.alignment == "utc":
         out += ["[limiter]", 'alignment = "utc"',
                 f"phase_s = {cal.settings_after.phase_s:.3f}"]
+        if cal.client_times:
+            out.append("# on the log's clock (client send times): the service's phase "
+                       "plus the client's clock skew")
         if cal.phase_interval is not None:
             iv = cal.phase_interval
             out.append(f"# the decisions fit phases {iv.low % WINDOW_S:.3f} to "
@@ -177,8 +198,9 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
     ph = doc["window_phase"]
     if ph:
         ra = ph["from_retry_after"]
+        clock = "the log's clock" if cal.client_times else "the UTC clock"
         lines.append(f"- window phase: {ph['estimate_s']:.2f} s after each multiple of 12 s "
-                     "on the UTC clock" + (f" (Retry-After: {ra['low_s'] % 12:.2f}-"
+                     f"on {clock}" + (f" (Retry-After: {ra['low_s'] % 12:.2f}-"
                                            f"{ra['high_s'] % 12:.2f} s, ±{ra['spread_s']:.2f}"
                                            f" s, {ra['consistent']} of {ra['observations']}"
                                            " values consistent)" if ra else
@@ -193,6 +215,23 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
         lines.append(f"- **{cal.contradictions} throttles contradict every price**: no "
                      "admitted billed request in the 12 s before them, so the window was "
                      "empty whatever its phase; they are left out of the fit")
+    if cal.accounts:
+        lines += ["", "## Accounts", "",
+                  "Each account's decisions against its own window budget; one price list "
+                  "for all.", "", "| account | tier | budget (CU / 12 s) | keys | compared "
+                  "| agreement after |", "|---|---|---|---|---|---|"]
+        lines += [f"| {a.name} | {a.tier.name} | {a.tier.cu_per_window:,} | "
+                  f"{', '.join(a.keys)} | {n:,} | {_pct(ag)} |"
+                  for a, n, ag in zip(cal.accounts, cal.account_rows, cal.account_agreement,
+                                      strict=True)]
+        lines.append("")
+    if cal.conflicts:
+        lines += ["", "## Keys that contradict one shared budget", "",
+                  "| refused | admitted after it, same cost, same window | windows | of |",
+                  "|---|---|---|---|"]
+        lines += [f"| {c.throttled} | {c.admitted} | {c.windows} | {c.of} |"
+                  for c in cal.conflicts]
+        lines.append("")
     lines += ["", "## Prices", "",
               "| price | given | fitted | how | interval |", "|---|---|---|---|---|"]
     for p in cal.prices:
@@ -225,6 +264,11 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
                   "| trace row | t (s) | method | recorded | why |", "|---|---|---|---|---|"]
         lines += [f"| {d.row} | {d.t_s:.3f} | `{d.method}` | {d.observed} | {d.why} |"
                   for d in cal.dropped]
+    if cal.duplicates:
+        shown = ", ".join(str(r) for r in cal.duplicates[:50])
+        lines += ["", f"## Rows read once ({len(cal.duplicates)})", "",
+                  "These trace rows repeat an earlier row in every field (the same answer "
+                  f"logged twice): {shown}" + (" ..." if len(cal.duplicates) > 50 else "")]
     if doc["exact_fit"]:
         e = doc["exact_fit"]
         lines += ["", f"Exact fit on {e['rows']:,} rows with billed CU: residual RMS "

@@ -39,8 +39,22 @@ def _pricing(path: str | None) -> Pricing:
 
 @click.command("calibrate", short_help="Replay a recorded trace, compare outcomes, fit prices.")
 @click.argument("trace", type=click.Path(dir_okay=False))
-@click.option("--tier", "tier_name", required=True, metavar="NAME",
-              help="The account's tier (spec 8.1 name, e.g. 'All 3 APIs').")
+@click.option("--tier", "tier_name", default=None, metavar="NAME",
+              help="The account's tier (spec 8.1 name, e.g. 'All 3 APIs'); required "
+                   "unless --accounts gives each account's.")
+@click.option("--accounts", "accounts_file", type=click.Path(dir_okay=False), default=None,
+              help="A TOML file saying which keys belong to which account when the log "
+                   "mixes several ([[account]] tables of name, tier and keys, as "
+                   "pseudonyms or in clear): each account is calibrated on its own "
+                   "budget, one price list from all of them.")
+@click.option("--client-times", is_flag=True, default=False,
+              help="The trace's times are the client's send times (an HTTP library's or a "
+                   "proxy's log): each decision is taken to lie one network delay after "
+                   "its send time, the window phase is reported on the log's clock (a "
+                   "constant clock skew cannot be seen).")
+@click.option("--delay-ms", "delay_ms", default=None, metavar="LO,HI",
+              help="With --client-times: bounds on one network delay, in ms (default: "
+                   "each row's recorded latency bounds its own).")
 @click.option("--fit", "fits", multiple=True, type=click.Choice(["phase", "cu", "decisions"]),
               help="What to fit (repeatable; default all): phase = the windows' phase on the "
                    "UTC clock and the refund rule; cu = exact least squares on billed CU; "
@@ -54,35 +68,54 @@ def _pricing(path: str | None) -> Pricing:
               help="Folder to write (replaced whole, atomically): calibration.json, "
                    "pricing.toml, report.md, report.html, timeline.png. Must be missing, "
                    "empty or a calibration folder holding only what capsim wrote.")
-def calibrate_command(trace: str, tier_name: str, fits: tuple[str, ...],
+def calibrate_command(trace: str, tier_name: str | None, accounts_file: str | None,
+                      client_times: bool, delay_ms: str | None, fits: tuple[str, ...],
                       pricing_file: str | None, out_dir: str) -> None:
     """Replay TRACE (a canonical trace from `capsim trace import`) as recorded against
     the tier, set each attempt's predicted outcome beside the observed one, estimate the
     window phase and fit the prices; write the calibration folder."""
     from ..calibration import FITS, calibrate
-    from ..calibration.calibrate import POOR_FIT_BELOW, POOR_FIT_HINT
     from ..calibration.report import write_calibration
     from ..report.folder import ReportFolder
     from ..traces.schema import open_trace
 
     ReportFolder(out_dir, "calibration").check()  # a folder not ours: refused first
-    tier = find_tier(tier_name)
+    accounts = None
+    if accounts_file:
+        from ..calibration.accounts import load_accounts
+
+        accounts = load_accounts(accounts_file)
+    if tier_name is None and not accounts:
+        raise CapsimError("missing; expected the account's tier (--tier NAME), or "
+                          "--accounts FILE giving each account's", field="--tier")
+    tier = find_tier(tier_name) if tier_name else None
+    from ..calibration.client import parse_delay_ms
+
+    delay_s = parse_delay_ms(delay_ms)
+    if delay_s is not None and not client_times:
+        raise CapsimError("only with --client-times (the delays between a client's send "
+                          "time and the service's decision)", field="--delay-ms")
     pricing = _pricing(pricing_file)
     open_trace(trace).close()  # a wrong TRACE is refused before anything is created
     # Claimed and locked before the work, not at write time: a second calibration into
     # the same folder stops at once instead of running to the end and replacing this one.
     with ReportFolder(out_dir, "calibration") as folder:
-        cal = calibrate(trace, tier, pricing, fit=fits or FITS)
+        cal = calibrate(trace, tier, pricing, fit=fits or FITS, accounts=accounts,
+                        client_times=client_times, delay_s=delay_s)
         out = write_calibration(cal, out_dir, Path(trace).name, folder)
     click.echo(f"agreement {100 * cal.before.agreement:.2f} % before, "
                f"{100 * cal.after.agreement:.2f} % after ({cal.after.n_compared:,} attempts "
                f"compared); verdict: {cal.verdict}")
-    if cal.verdict == "poor fit":
-        click.echo(f"  poor fit: agreement after below {100 * POOR_FIT_BELOW:g} %; "
-                   f"{POOR_FIT_HINT}")
+    if cal.verdict == "does not fit":
+        click.echo("  " + next(n for n in cal.notes if n.startswith(("does not fit",
+                                                                     "the decisions cannot"))))
+    for a, n, ag in zip(cal.accounts, cal.account_rows, cal.account_agreement, strict=True):
+        click.echo(f"  account {a.name} ({a.tier.name}, {len(a.keys)} key(s)): {n:,} "
+                   f"compared, {100 * ag:.2f} % agree after")
     if cal.phase_interval is not None:
         iv = cal.phase_interval
-        click.echo(f"  window phase {cal.settings_after.phase_s:.3f} s (fits "
+        clock = " on the log's clock" if cal.client_times else ""
+        click.echo(f"  window phase{clock} {cal.settings_after.phase_s:.3f} s (fits "
                    f"{iv.low % 12:.3f}-{iv.low % 12 + iv.high - iv.low:.3f}); refunds: "
                    f"{cal.refund_rule}")
     for p in cal.prices:

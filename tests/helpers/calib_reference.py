@@ -70,9 +70,13 @@ def demand(rng: np.random.Generator, duration_s: float = 1200.0, burst_every_s: 
 
 
 def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool = True,
-          retry_after: bool = True) -> pd.DataFrame:
-    """Answer ``first`` (plus the retries it causes); the canonical trace as a frame."""
+          retry_after: bool = True, keys: tuple[str, ...] = ("k" * 32,)) -> pd.DataFrame:
+    """Answer ``first`` (plus the retries it causes); the canonical trace as a frame.
+    ``keys``: the account's keys, one drawn at random per first attempt (a retry keeps
+    its attempt's key)."""
     day0 = (T0_NS / 1e9)
+    key_of = dict(enumerate([keys[0]] * len(first) if len(keys) == 1 else
+                            [keys[int(j)] for j in rng.integers(0, len(keys), len(first))]))
     queue = [(t, i, kind, items, prof, gas, lat, 0) for i, (t, kind, items, prof, gas, lat)
              in enumerate(first)]
     heapq.heapify(queue)
@@ -99,7 +103,8 @@ def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool =
             window, used = w, 0.0
         next_start = (w + 1) * 12.0 + h.phase_s
         ra = max(1, math.ceil(next_start - utc))
-        row = {"time_ns": T0_NS + round(t * 1e9), "key": "k" * 32, "latency_ms": lat * 1e3}
+        row = {"time_ns": T0_NS + round(t * 1e9), "key": key_of[_],
+               "latency_ms": lat * 1e3}
         status, cu = 200, None
         if kind == "ws":
             row.update(api="streams", method="new-blocks")
@@ -144,6 +149,7 @@ def serve(h: Hidden, rng: np.random.Generator, first: list, *, record_cu: bool =
         if status in (434, -32005, 435) and tries == 0:
             wait = ra if status == 434 else float(rng.uniform(1, 3))
             seq += 1
+            key_of[seq] = key_of[_]
             heapq.heappush(queue, (t + wait + float(rng.uniform(0, 0.2)), seq, kind, items,
                                    prof, gas, lat, 1))
     return pd.DataFrame(rows)
@@ -170,6 +176,24 @@ def mislabel(frame: pd.DataFrame, rng: np.random.Generator, n: int) -> tuple[pd.
         if "cu" in out.columns:
             out.loc[out.index[i], "cu"] = np.nan
     return out, pick
+
+
+def client_log(frame: pd.DataFrame, rng: np.random.Generator, skew_s: float,
+               delay_s: tuple[float, float]) -> pd.DataFrame:
+    """The log a client would have written of the service's answers in ``frame`` (whose
+    ``time_ns`` are the service's decision times and ``latency_ms`` the time from the
+    decision to the reply, the settlement): each request sent one network delay before
+    its decision and its reply received one delay after, both drawn uniformly in
+    ``delay_s``, times on a clock ``skew_s`` ahead of the service's, ``latency_ms`` the
+    round trip the client saw, rows in the order the replies arrived."""
+    out = frame.copy()
+    n = len(out)
+    up = rng.uniform(*delay_s, n)
+    down = rng.uniform(*delay_s, n)
+    out["time_ns"] = out["time_ns"] + np.round((skew_s - up) * 1e9).astype(np.int64)
+    out["latency_ms"] = out["latency_ms"] + 1e3 * (up + down)
+    arrival = out["time_ns"] + np.round(out["latency_ms"] * 1e6).astype(np.int64)
+    return out.iloc[np.argsort(arrival.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
 SAMPLE_KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"

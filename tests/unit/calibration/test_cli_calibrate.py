@@ -120,7 +120,7 @@ def test_user_errors_exit_2(sample, tmp_path):
     assert result.exit_code == 2 and "no such file" in result.output
 
 
-# -- issue 33: impossible inputs, a blind trace, a poor fit, one calibration per folder ---
+# -- issue 33: impossible inputs, a blind trace, no fit, one calibration per folder ---
 
 def canonical(tmp_path, rows, name="t") -> Path:
     """A canonical trace from ``rows`` (dicts of canonical columns)."""
@@ -164,19 +164,19 @@ def test_a_trace_without_statuses_is_an_error_and_writes_nothing(tmp_path):
     assert "nan" not in result.output and not out.exists()
 
 
-def test_a_poor_fit_says_so_and_names_the_tier(tmp_path):
+def test_does_not_fit_says_so_and_names_the_tier(tmp_path):
     # 100 admitted search calls replayed against 'RPC', which has no search API: each is
     # predicted 402, none agrees (0 % after)
     trace = canonical(tmp_path, calls(100, api="search", method="GET /v1/blocks"))
     out = tmp_path / "cal"
     result = run(trace, "--tier", "RPC", "--out", out)
     assert result.exit_code == 0, result.output
-    assert "0.00 % after" in result.output and "verdict: poor fit" in result.output
-    assert "check --tier" in result.output
+    assert "0.00 % after" in result.output and "verdict: does not fit" in result.output
+    assert "a wrong --tier" in result.output and "several accounts" in result.output
     doc = json.loads((out / "calibration.json").read_text())
-    assert doc["verdict"] == "poor fit"
-    assert "POOR FIT" in (out / "pricing.toml").read_text()
-    assert "verdict: **poor fit**" in (out / "report.md").read_text()
+    assert doc["verdict"] == "does not fit"
+    assert "DOES NOT FIT" in (out / "pricing.toml").read_text()
+    assert "verdict: **does not fit**" in (out / "report.md").read_text()
 
 
 def test_the_folder_is_locked_before_the_fit_not_at_write_time(tmp_path, monkeypatch):
