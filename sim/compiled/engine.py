@@ -189,7 +189,8 @@ class CompiledTierRun(TierRun):
             KF=np.zeros((n_ca, 64)), KI=np.zeros((n_ca, 64, 2), dtype=np.int64),
             OR=OR, OI=OI, LF=LF, LI=LI, WF=WF, WI=WI, DF=DF, DI=DI,
             SF=SF, SI=SI, JU=JU,
-            DT=np.zeros(0), DX=np.zeros((0, 4), dtype=np.int64), DR=np.zeros((0, 3)),
+            DT=np.zeros(0), DX=np.zeros((0, lp.DX_NI), dtype=np.int64),
+            DR=np.zeros((0, lp.DR_NF)),
             GATE=GATE, AFTER=AFTER, RETRY_ON=RETRY_ON,
             HALF=np.array(self._half_rtt, dtype=np.float64),
             KEY_ACCT=np.array(self._key_account, dtype=np.int64), POOL_OF=POOL_OF,
@@ -215,7 +216,7 @@ class CompiledTierRun(TierRun):
 
     def _grow(self) -> None:
         s, G = self._s, self._s["G"]
-        left = int(G[po.G_BLEN] - G[po.G_J])
+        left = int(G[po.G_BLEN] - G[po.G_FJ])
         need_ev = int(G[po.G_EVN]) + left + int(G[po.G_NWAIT]) + 8
         if need_ev > len(s["EF"]):
             size = 2 * need_ev
@@ -264,18 +265,22 @@ class CompiledTierRun(TierRun):
         s["G"][po.G_JIT_LOW] = 0
 
     def _next_block(self, blocks) -> None:
+        """Append the next demand block to the rows not yet started (or mark the end)."""
         s, G = self._s, self._s["G"]
         d = next(blocks, None)
-        j, blen = int(G[po.G_J]), int(G[po.G_BLEN])
         if d is None:
             G[po.G_EXHAUSTED] = 1
             return
-        s["DT"] = np.concatenate((s["DT"][j:blen], d.t))
-        s["DX"] = np.concatenate((s["DX"][j:blen], np.stack(
-            (d.source, d.method, d.key, d.region), axis=1).astype(np.int64)))
-        s["DR"] = np.concatenate((s["DR"][j:blen], np.stack(
-            (d.reserve, d.actual, d.service_s), axis=1).astype(np.float64)))
-        G[po.G_J], G[po.G_BLEN] = 0, len(s["DT"])
+        fj, j, blen = int(G[po.G_FJ]), int(G[po.G_J]), int(G[po.G_BLEN])
+        n = len(d)
+        dx = np.zeros((n, lp.DX_NI), dtype=np.int64)
+        dx[:, :4] = np.stack((d.source, d.method, d.key, d.region), axis=1)
+        dr = np.zeros((n, lp.DR_NF))
+        dr[:, :3] = np.stack((d.reserve, d.actual, d.service_s), axis=1)
+        s["DT"] = np.concatenate((s["DT"][fj:blen], d.t))
+        s["DX"] = np.concatenate((s["DX"][fj:blen], dx))
+        s["DR"] = np.concatenate((s["DR"][fj:blen], dr))
+        G[po.G_FJ], G[po.G_J], G[po.G_BLEN] = 0, j - fj, len(s["DT"])
 
     # -- rows ------------------------------------------------------------------------
 

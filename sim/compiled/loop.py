@@ -33,6 +33,7 @@ from .policies import (
     G_BLEN,
     G_EVN,
     G_EXHAUSTED,
+    G_FJ,
     G_J,
     G_JIT_LOW,
     G_NEXT_RID,
@@ -90,7 +91,12 @@ ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", 
 REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
                   "attempts")
 # G's float twin: GF[GF_*]
-GF_NOW, GF_DAY_LIMIT, GF_NF = range(3)
+GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_NF = range(4)
+# the demand buffer: DT[j] send time; DX[j, :] source, method, key, region, then the seq
+# and request id the feeder gave it (seq -1: it went on the heap); DR[j, :] reserve,
+# actual, service time, then the time of its first-send event
+DX_SEQ, DX_RID, DX_NI = 4, 5, 6
+DR_TIME, DR_NF = 3, 4
 # sizes the loop checks room for: GS[GS_*]
 GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_NI = range(6)
 
@@ -117,6 +123,51 @@ def ev_push(EF, EI, G, t, kind, obj):
     EI[i, 1] = kind
     EI[i, 2] = obj
     G[G_EVN] = n + 1
+
+
+@njit_inline
+def ev_push_seq(EF, EI, G, t, seq, kind, obj):
+    """Schedule event ``kind`` of ``obj`` at ``t`` with the ``seq`` it was given."""
+    n = G[G_EVN]
+    i = n
+    while i > 0:
+        parent = (i - 1) >> 1
+        pt = EF[parent]
+        if pt < t or (pt == t and EI[parent, 0] < seq):
+            break
+        EF[i] = pt
+        EI[i, 0] = EI[parent, 0]
+        EI[i, 1] = EI[parent, 1]
+        EI[i, 2] = EI[parent, 2]
+        i = parent
+    EF[i] = t
+    EI[i, 0] = seq
+    EI[i, 1] = kind
+    EI[i, 2] = obj
+    G[G_EVN] = n + 1
+
+
+@njit_inline
+def _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, j):
+    """A request's state from demand row ``j`` (its id given when it was fed)."""
+    G[G_NFREE_R] -= 1
+    q = rfree[G[G_NFREE_R]]
+    reg = DX[j, 3]
+    tj = DT[j]
+    RI[q, RI_RID] = DX[j, DX_RID]
+    RI[q, RI_SOURCE] = DX[j, 0]
+    RI[q, RI_METHOD] = DX[j, 1]
+    RI[q, RI_KEY] = DX[j, 2]
+    RI[q, RI_REGION] = reg
+    RI[q, RI_ATTEMPT] = 1
+    RI[q, RI_CONN] = -1
+    RF[q, R_RESERVE] = DR[j, 0]
+    RF[q, R_ACTUAL] = DR[j, 1]
+    RF[q, R_SERVICE] = DR[j, 2]
+    RF[q, R_TFIRST] = tj
+    RF[q, R_TSEND] = tj
+    RF[q, R_HALF] = HALF[reg]
+    return q
 
 
 @njit_inline
@@ -225,13 +276,28 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             return RC_FLUSH
         if G[G_JIT_LOW]:
             return RC_JITTER
-        if G[G_EVN] == 0:
+        # The next event: the heap's top, or the next fed arrival (a sorted run of
+        # (time, seq) the feeder scheduled, merged here instead of pushed on the heap).
+        fj, j = G[G_FJ], G[G_J]
+        while fj < j and DX[fj, DX_SEQ] < 0:  # fed onto the heap instead
+            fj += 1
+        G[G_FJ] = fj
+        arrival = False
+        if fj < j:
+            te = DR[fj, DR_TIME]
+            arrival = G[G_EVN] == 0 or te < EF[0] or (te == EF[0]
+                                                        and DX[fj, DX_SEQ] < EI[0, 0])
+        if arrival:
+            t = te
+            kind = EV_FIRST
+        elif G[G_EVN] == 0:
             return RC_DONE
-        t = EF[0]
-        kind = EI[0, 1]
-        left = G[G_BLEN] - G[G_J]
+        else:
+            t = EF[0]
+            kind = EI[0, 1]
+        left = G[G_BLEN] - fj
         if kind == EV_FEED and not G[G_EXHAUSTED] and (
-                left == 0 or DT[G[G_BLEN] - 1] < t + FEED_HORIZON_S):
+                j == G[G_BLEN] or DT[G[G_BLEN] - 1] < t + FEED_HORIZON_S):
             return RC_BLOCK
         if (G[G_EVN] + left + G[G_NWAIT] + 8 > EF.shape[0] or G[G_NFREE_R] < left + 1
                 or G[G_NFREE_C] < 1 or t >= GF[GF_DAY_LIMIT]):
@@ -242,15 +308,18 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
         for a in range(n_acct):
             if LI[a, LI_NWIN] + 2 > WF.shape[1]:
                 return RC_GROW
-        r = EI[0, 2]
-        ev_pop(EF, EI, G)
         now = t
         GF[GF_NOW] = now
+        if arrival:
+            r = _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, fj)
+            G[G_FJ] = fj + 1
+        else:
+            r = EI[0, 2]
+            ev_pop(EF, EI, G)
 
         if kind == EV_FEED:
             until = now + FEED_HORIZON_S
             more = True
-            j = G[G_J]
             blen = G[G_BLEN]
             while True:
                 if j == blen:
@@ -259,24 +328,20 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                 tj = DT[j]
                 if tj >= until:
                     break
-                G[G_NFREE_R] -= 1
-                q = rfree[G[G_NFREE_R]]
-                reg = DX[j, 3]
-                RI[q, RI_RID] = G[G_NEXT_RID]
+                te = now + (tj - now)
+                seq = G[G_SEQ]
+                G[G_SEQ] = seq + 1
+                DX[j, DX_RID] = G[G_NEXT_RID]
                 G[G_NEXT_RID] += 1
-                RI[q, RI_SOURCE] = DX[j, 0]
-                RI[q, RI_METHOD] = DX[j, 1]
-                RI[q, RI_KEY] = DX[j, 2]
-                RI[q, RI_REGION] = reg
-                RI[q, RI_ATTEMPT] = 1
-                RI[q, RI_CONN] = -1
-                RF[q, R_RESERVE] = DR[j, 0]
-                RF[q, R_ACTUAL] = DR[j, 1]
-                RF[q, R_SERVICE] = DR[j, 2]
-                RF[q, R_TFIRST] = tj
-                RF[q, R_TSEND] = tj
-                RF[q, R_HALF] = HALF[reg]
-                ev_push(EF, EI, G, now + (tj - now), EV_FIRST, q)
+                if G[G_FJ] < j and te < GF[GF_LAST_FED]:
+                    # (rounding put it before a fed arrival: the heap keeps the order)
+                    q = _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, j)
+                    ev_push_seq(EF, EI, G, te, seq, EV_FIRST, q)
+                    DX[j, DX_SEQ] = -1
+                else:
+                    DR[j, DR_TIME] = te
+                    DX[j, DX_SEQ] = seq
+                    GF[GF_LAST_FED] = te
                 j += 1
             G[G_J] = j
             if more:
