@@ -32,6 +32,13 @@ def test_auto_falls_back_with_the_reason(tmp_path):
     assert "websocket" in choice.choose_engine(load(None)).reason  # the default scenario
 
 
+def test_limits_beyond_its_arrays_run_on_simpy(tmp_path):
+    loaded = load(write_scenario(
+        tmp_path, tables="[clients.default.http]\nmax_streams_per_conn = 5000\n"))
+    assert choice.uncovered(loaded) == [
+        "max_streams_per_conn above 4096 (clients default)"]
+
+
 def test_compiled_on_an_uncovered_scenario_is_a_user_error(tmp_path):
     loaded = load(write_scenario(tmp_path, sources=WORKERS))
     with pytest.raises(CapsimError, match="closed-loop workers") as err:
