@@ -106,32 +106,19 @@ def ev_push(EF, EI, G, t, kind, obj):
     """Schedule event ``kind`` of ``obj`` at ``t`` (its seq: the next)."""
     seq = G[G_SEQ]
     G[G_SEQ] = seq + 1
-    n = G[G_EVN]
-    i = n
-    while i > 0:
-        parent = (i - 1) >> 1
-        pt = EF[parent]
-        if pt < t or (pt == t and EI[parent, 0] < seq):
-            break
-        EF[i] = pt
-        EI[i, 0] = EI[parent, 0]
-        EI[i, 1] = EI[parent, 1]
-        EI[i, 2] = EI[parent, 2]
-        i = parent
-    EF[i] = t
-    EI[i, 0] = seq
-    EI[i, 1] = kind
-    EI[i, 2] = obj
-    G[G_EVN] = n + 1
+    ev_push_seq(EF, EI, G, t, seq, kind, obj)
 
 
 @njit_inline
 def ev_push_seq(EF, EI, G, t, seq, kind, obj):
-    """Schedule event ``kind`` of ``obj`` at ``t`` with the ``seq`` it was given."""
+    """Schedule event ``kind`` of ``obj`` at ``t`` with the ``seq`` it was given.
+
+    The heap is 4-ary (half the depth of a binary one); any heap pops the same order,
+    since no two events share a ``(time, seq)``."""
     n = G[G_EVN]
     i = n
     while i > 0:
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         pt = EF[parent]
         if pt < t or (pt == t and EI[parent, 0] < seq):
             break
@@ -178,20 +165,23 @@ def ev_pop(EF, EI, G):
     lt, ls, lk, lo = EF[n], EI[n, 0], EI[n, 1], EI[n, 2]
     i = 0
     while True:
-        child = 2 * i + 1
-        if child >= n:
+        first = 4 * i + 1
+        if first >= n:
             break
-        r = child + 1
-        if r < n and (EF[r] < EF[child] or (EF[r] == EF[child] and EI[r, 0] < EI[child, 0])):
-            child = r
-        ct = EF[child]
-        if ct > lt or (ct == lt and EI[child, 0] > ls):
+        best = first
+        bt, bs = EF[first], EI[first, 0]
+        last = first + 4 if first + 4 < n else n
+        for c in range(first + 1, last):
+            ct = EF[c]
+            if ct < bt or (ct == bt and EI[c, 0] < bs):
+                best, bt, bs = c, ct, EI[c, 0]
+        if bt > lt or (bt == lt and bs > ls):
             break
-        EF[i] = ct
-        EI[i, 0] = EI[child, 0]
-        EI[i, 1] = EI[child, 1]
-        EI[i, 2] = EI[child, 2]
-        i = child
+        EF[i] = bt
+        EI[i, 0] = bs
+        EI[i, 1] = EI[best, 1]
+        EI[i, 2] = EI[best, 2]
+        i = best
     if n > 0:
         EF[i] = lt
         EI[i, 0] = ls
