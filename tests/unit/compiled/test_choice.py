@@ -81,3 +81,17 @@ def test_run_writes_which_engine_ran(tmp_path):
     assert run(path, engine="compiled").summary.engine == "compiled"
     simpy = run(path, engine="simpy").summary
     assert simpy.engine is None and '"engine"' not in simpy.to_json()
+
+
+def test_cli_compiled_on_an_uncovered_scenario_exits_2_without_traceback(tmp_path):
+    from click.testing import CliRunner
+
+    from sim.cli.main import main
+
+    path = write_scenario(tmp_path, sources=WORKERS)
+    done = CliRunner().invoke(main, ["run", str(path), "--engine", "compiled", "--out",
+                                     str(tmp_path / "out")])
+    assert done.exit_code == 2
+    assert "compiled engine cannot run this scenario: closed-loop workers" in done.output
+    assert "Traceback" not in done.output
+    assert not (tmp_path / "out").exists()
