@@ -26,9 +26,6 @@ def uncovered(loaded: LoadedScenario) -> list[str]:
     """What in ``loaded`` the compiled engine does not run (empty: it runs it all)."""
     sc = loaded.scenario
     why = []
-    closed = [s.name for s in sc.sources if s.workers is not None]
-    if closed:
-        why.append(f"closed-loop workers (sources {', '.join(closed)})")
     if sc.streams:
         why.append("websocket streams ([[streams]])")
     if sc.limiter.kind != "fixed-window":

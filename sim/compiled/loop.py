@@ -1,17 +1,17 @@
-"""The compiled event loop: :class:`sim.model.engine.TierRun`'s open-loop lifecycle, step
-for step, over struct-of-arrays state.
+"""The compiled event loop: :class:`sim.model.engine.TierRun`'s HTTP lifecycle (open-loop
+sources and closed-loop workers), step for step, over struct-of-arrays state.
 
 One heap of ``(time, seq)`` events, ``seq`` taken in the order the SimPy model schedules
 (SimPy breaks equal-time ties by its event id, which is that order): the feeder's wake
 (``FEED``), a request's first send, send, paced send, arrival at the service, completion
-and 430 reply, and a client pool's wake. Each handler is the model's method of the same
+and 430 reply, a client pool's wake and a closed-loop worker's wake. Each handler is the model's method of the same
 name with its float expressions written as the model writes them
 (``now + (start - now + half_rtt)`` is not ``start + half_rtt``).
 
 :func:`run_loop` runs events until it must return to Python, at an event boundary, with
 one of the ``RC_*`` codes: a row buffer is full (flush it), the feeder needs the next
-demand block, a state array needs room, a source's jitter block is spent, or the heap is
-empty (done). The caller does that and calls again: nothing is lost between calls, so a
+demand block, a state array needs room, a source's jitter block is spent, a worker needs
+its next chunk of requests, or the heap is empty (done). The caller does that and calls again: nothing is lost between calls, so a
 run is resumable at every return and its memory stays flat in run length.
 """
 
@@ -31,6 +31,7 @@ from .policies import (
     CI_REUSABLE,
     G_AN,
     G_BLEN,
+    G_CLOSED_RID,
     G_EVN,
     G_EXHAUSTED,
     G_FJ,
@@ -42,6 +43,7 @@ from .policies import (
     G_NWAIT,
     G_QN,
     G_SEQ,
+    G_WORKER,
     INF,
     LI_NWIN,
     NAN,
@@ -73,15 +75,21 @@ from .policies import (
 FEED_HORIZON_S = 1.0  # sim.model.engine.FEED_HORIZON_S (a test keeps them equal)
 
 # event kinds
-EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE = range(8)
+EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE, EV_WORKER = \
+    range(9)
 # return codes
-RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER = range(5)
+RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER = range(6)
+# closed-loop workers: WKF[w, WK_*] floats, WKI[w, WKI_*] ints; their chunk of drawn
+# requests: WCM[w, k] the method, WCF[w, WC_*, k] the rest (refilled by Python)
+WK_PAUSE, WK_HALF, WK_NF = range(3)
+WKI_SOURCE, WKI_KEY, WKI_REGION, WKI_K, WKI_N, WKI_NI = range(6)
+WC_RESERVE, WC_ACTUAL, WC_SERVICE, WC_THINK, WC_NF = range(5)
 
 # requests: RF[r, R_*], RI[r, RI_*]
 (R_RESERVE, R_ACTUAL, R_SERVICE, R_TFIRST, R_TSEND, R_HALF, R_WAIT, R_SINCE,
  R_NF) = range(9)
 (RI_RID, RI_SOURCE, RI_METHOD, RI_KEY, RI_REGION, RI_ATTEMPT, RI_CONN, RI_WID, RI_DAY,
- RI_ACCT, RI_NEXT, RI_NI) = range(12)
+ RI_ACCT, RI_NEXT, RI_WORKER, RI_NI) = range(13)
 # rows: AO, a tuple of the attempt table's columns (numpy arrays of the recorder's
 # types, in this order), QO the request table's; the engine checks the names against
 # the recorder's layout (sim.model.recorder.ATTEMPT_COLUMNS / REQUEST_COLUMNS)
@@ -91,7 +99,7 @@ ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", 
 REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
                   "attempts")
 # G's float twin: GF[GF_*]
-GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_NF = range(4)
+GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_NF = range(5)
 # the demand buffer: DT[j] send time; DX[j, :] source, method, key, region, then the seq
 # and request id the feeder gave it (seq -1: it went on the heap); DR[j, :] reserve,
 # actual, service time, then the time of its first-send event
@@ -148,6 +156,7 @@ def _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, j):
     RI[q, RI_REGION] = reg
     RI[q, RI_ATTEMPT] = 1
     RI[q, RI_CONN] = -1
+    RI[q, RI_WORKER] = -1
     RF[q, R_RESERVE] = DR[j, 0]
     RF[q, R_ACTUAL] = DR[j, 1]
     RF[q, R_SERVICE] = DR[j, 2]
@@ -247,6 +256,14 @@ def _request_row(QO, G, RF, RI, r, t_end, outcome):
 
 
 @njit_inline
+def _finished(EF, EI, G, RI, WKF, r, now):
+    """TierRun._finished: a closed-loop request's worker thinks, then wakes."""
+    w = RI[r, RI_WORKER]
+    if w >= 0:
+        ev_push(EF, EI, G, now + (WKF[w, WK_HALF] + WKF[w, WK_PAUSE]), EV_WORKER, w)
+
+
+@njit_inline
 def _free_request(G, rfree, r):
     rfree[G[G_NFREE_R]] = r
     G[G_NFREE_R] += 1
@@ -255,7 +272,7 @@ def _free_request(G, rfree, r):
 @njit
 def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI, KF, KI,
              OR, OI, LF, LI, WF, WI, DF, DI, SF, SI, JU, DT, DX, DR, GATE, AFTER, RETRY_ON,
-             HALF, KEY_ACCT, POOL_OF, AO, QO):
+             HALF, KEY_ACCT, POOL_OF, AO, QO, WKF, WKI, WCM, WCF):
     """Run events until Python must act; returns an ``RC_*`` code (see the module)."""
     n_out = AO[0].shape[0]
     n_acct = LF.shape[0]
@@ -286,6 +303,10 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             t = EF[0]
             kind = EI[0, 1]
         left = G[G_BLEN] - fj
+        if kind == EV_WORKER and t < GF[GF_DURATION] and \
+                WKI[EI[0, 2], WKI_K] == WKI[EI[0, 2], WKI_N]:
+            G[G_WORKER] = EI[0, 2]  # its next chunk of requests and think times
+            return RC_WORKER
         if kind == EV_FEED and not G[G_EXHAUSTED] and (
                 j == G[G_BLEN] or DT[G[G_BLEN] - 1] < t + FEED_HORIZON_S):
             return RC_BLOCK
@@ -370,6 +391,33 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                     _wake_at(PF, EF, EI, G, GF, p, nxt)
             continue
 
+        if kind == EV_WORKER:  # TierRun._wake: a worker sends its next request
+            w = r
+            if now >= GF[GF_DURATION]:
+                continue
+            k = WKI[w, WKI_K]
+            G[G_NFREE_R] -= 1
+            r = rfree[G[G_NFREE_R]]
+            reg = WKI[w, WKI_REGION]
+            RI[r, RI_RID] = G[G_CLOSED_RID]
+            G[G_CLOSED_RID] += 1
+            RI[r, RI_SOURCE] = WKI[w, WKI_SOURCE]
+            RI[r, RI_METHOD] = WCM[w, k]
+            RI[r, RI_KEY] = WKI[w, WKI_KEY]
+            RI[r, RI_REGION] = reg
+            RI[r, RI_ATTEMPT] = 1
+            RI[r, RI_CONN] = -1
+            RI[r, RI_WORKER] = w
+            RF[r, R_RESERVE] = WCF[w, WC_RESERVE, k]
+            RF[r, R_ACTUAL] = WCF[w, WC_ACTUAL, k]
+            RF[r, R_SERVICE] = WCF[w, WC_SERVICE, k]
+            RF[r, R_TFIRST] = now
+            RF[r, R_TSEND] = now
+            RF[r, R_HALF] = WKF[w, WK_HALF]
+            SI[WKI[w, WKI_SOURCE], SI_REQUESTS] += 1
+            WKF[w, WK_PAUSE] = WCF[w, WC_THINK, k]
+            WKI[w, WKI_K] = k + 1
+            kind = EV_SEND
         s = RI[r, RI_SOURCE]
         if kind == EV_FIRST:
             SI[s, SI_REQUESTS] += 1
@@ -440,6 +488,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             _attempt_row(AO, G, RF, RI, r, t_back, ok_code, reserve, actual, NAN,
                          False)
             _request_row(QO, G, RF, RI, r, t_back, ok_code)
+            _finished(EF, EI, G, RI, WKF, r, now)
             _free_request(G, rfree, r)
             continue
 
@@ -460,6 +509,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                 ev_push(EF, EI, G, now + (RF[r, R_HALF] + wait), EV_SEND, r)
                 continue
         _request_row(QO, G, RF, RI, r, t_back, outcome)
+        _finished(EF, EI, G, RI, WKF, r, now)
         _free_request(G, rfree, r)
     return RC_DONE
 
