@@ -262,7 +262,7 @@ def test_capsim_run_writes_the_same_report_with_either_engine(tmp_path):
 
 
 def test_capsim_run_of_the_default_scenario_auto_is_the_simpy_model(tmp_path):
-    """The default scenario has closed-loop workers and websockets: auto runs SimPy and
+    """The default scenario has websockets: auto runs SimPy and
     writes exactly what --engine simpy writes (byte for byte, summary included)."""
     for engine in ("simpy", "auto"):
         _capsim_run("--set", "duration=60", "--tier", "RPC", "--tier", "Streams",
