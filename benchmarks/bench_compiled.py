@@ -4,8 +4,9 @@ compile and cache-load times.
     python3 benchmarks/bench_compiled.py [--duration S] [--tier NAME]... [--repeat N]
         [--no-compile-time]
 
-Demand: the default scenario's open-loop sources (its closed-loop workers and websocket
-clients left out: the compiled engine does not run them), every tier unless ``--tier``.
+Demand: the default scenario's open-loop sources (the issue's figure; its closed-loop
+workers and websocket clients left out, the latter not compiled), every tier unless
+``--tier``.
 In each repeat and for each tier, in turn: the bare SimPy loop of ``bench_engine.py``
 over the same arrival times, the SimPy model (``TierRun``) and the compiled engine
 (``CompiledTierRun``) on the same demand, drawn before the clock starts and handed in
