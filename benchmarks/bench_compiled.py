@@ -4,8 +4,9 @@ compile and cache-load times.
     python3 benchmarks/bench_compiled.py [--duration S] [--tier NAME]... [--repeat N]
         [--no-compile-time]
 
-Demand: the default scenario's open-loop sources (its closed-loop workers and websocket
-clients left out: the compiled engine does not run them), every tier unless ``--tier``.
+Demand: the default scenario's open-loop sources (the issue's figure; its closed-loop
+workers and websocket clients left out, the latter not compiled), every tier unless
+``--tier``.
 In each repeat and for each tier, in turn: the bare SimPy loop of ``bench_engine.py``
 over the same arrival times, the SimPy model (``TierRun``) and the compiled engine
 (``CompiledTierRun``) on the same demand, drawn before the clock starts and handed in
@@ -15,7 +16,9 @@ must agree (their rows are held equal by tests/validation/test_compiled_engine.p
 
 Compile and cache-load times: a fresh process compiles the engine into an empty numba
 cache folder and runs a 10-second scenario; a second fresh process does the same from
-that cache (CPU and wall seconds of each whole process).
+that cache (CPU and wall seconds of each whole process). Memory against run length
+(``--memory-durations``, default 1h,24h): one tier's compiled run, rows spooled, in a
+fresh process per duration; its peak RSS and attempt rows.
 """
 
 from __future__ import annotations
@@ -82,6 +85,37 @@ print("TIMES", r.ru_utime + r.ru_stime, time.perf_counter() - t0)
 """
 
 
+MEMORY_CHILD = """
+import resource, sys, tempfile
+from dataclasses import replace
+import pyarrow.parquet as pq
+from sim.config.resolved import load
+from sim.workload.demand import build_plan
+from sim.compiled.engine import CompiledTierRun
+loaded = load(None, ["duration=" + sys.argv[1], "streams=[]"])
+sc = loaded.scenario
+sc = sc.model_copy(update={"sources": [s for s in sc.sources if s.workers is None]})
+loaded = replace(loaded, scenario=sc)
+with tempfile.TemporaryDirectory() as d:
+    CompiledTierRun(build_plan(loaded), loaded.tiers[0], spool=d + "/x").run()
+    rows = pq.ParquetFile(d + "/x-attempts.parquet").metadata.num_rows
+print("PEAK", rows, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def memory_points(durations: list[str]) -> list[dict]:
+    """Peak RSS and attempt rows of one tier's compiled run per duration."""
+    points = []
+    for duration in durations:
+        done = subprocess.run([sys.executable, "-c", MEMORY_CHILD, duration], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              capture_output=True, text=True, check=True)
+        rows, peak = (int(x) for x in done.stdout.split("PEAK")[-1].split())
+        points.append({"duration": duration, "rows": rows,
+                       "peak_mib": round(peak / 2**20, 1)})
+    return points
+
+
 def compile_times() -> dict[str, float]:
     """CPU and wall seconds of a fresh process compiling the engine, then of one loading
     it from the cache the first wrote."""
@@ -102,6 +136,8 @@ def main() -> None:
     parser.add_argument("--tier", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-compile-time", action="store_true")
+    parser.add_argument("--memory-durations", default="1h,24h",
+                        help="durations of the memory points ('' for none)")
     add_json_option(parser, "compiled")
     args = parser.parse_args()
     loaded = open_loop_default(args.duration)
@@ -161,6 +197,13 @@ def main() -> None:
               f"{times_['compile_wall_s']} s wall; from the cache: {times_['cached_cpu_s']} "
               f"CPU-s, {times_['cached_wall_s']} s wall (whole processes, imports included)")
         figures.update(times_)
+    if args.memory_durations:
+        points = memory_points(args.memory_durations.split(","))
+        for p in points:
+            print(f"memory: {p['duration']}: {p['rows']:,} attempt rows, peak "
+                  f"{p['peak_mib']} MiB")
+        figures["memory"] = points
+        figures["memory_ratio"] = round(points[-1]["peak_mib"] / points[0]["peak_mib"], 3)
     write(args.json, "compiled", figures, load_before=round(load_before[0], 2))
 
 

@@ -88,6 +88,12 @@ def compiled(f: dict) -> list[str]:
                 f"{_cell(f['compile_cpu_s'])} CPU-s, {_cell(f['compile_wall_s'])} s wall; "
                 f"the same from the cache: {_cell(f['cached_cpu_s'])} CPU-s, "
                 f"{_cell(f['cached_wall_s'])} s wall (whole processes, imports included)."]
+    if "memory" in f:
+        out += ["", "Memory against run length (one tier, rows spooled, a fresh process "
+                "each):", ""]
+        out += table(["duration", "attempt rows", "peak RSS MiB"],
+                     [[p["duration"], p["rows"], p["peak_mib"]] for p in f["memory"]])
+        out += ["", f"Peak of the longest ÷ peak of the shortest: {_cell(f['memory_ratio'])}."]
     return out
 
 

@@ -1,4 +1,4 @@
-"""The compiled engine (issue 31): the open-loop lifecycle as one numba event loop.
+"""The compiled engine (issue 31): the HTTP lifecycle as one numba event loop.
 
 The SimPy model (:mod:`sim.model.engine`) stays the reference; this package runs the same
 lifecycle over struct-of-arrays state and writes the same attempt and request rows, bit

@@ -18,21 +18,25 @@ from ..core.errors import CapsimError
 ENGINES = ("auto", "simpy", "compiled")
 #: The largest open rate the compiled engine keeps a ring of opens for.
 MAX_OPENS_PER_S = 1 << 16
+#: The most streams per connection it keeps a row of release times for.
+MAX_STREAMS_PER_CONN = 4096
 
 
 def uncovered(loaded: LoadedScenario) -> list[str]:
     """What in ``loaded`` the compiled engine does not run (empty: it runs it all)."""
     sc = loaded.scenario
     why = []
-    closed = [s.name for s in sc.sources if s.workers is not None]
-    if closed:
-        why.append(f"closed-loop workers (sources {', '.join(closed)})")
     if sc.streams:
         why.append("websocket streams ([[streams]])")
     if sc.limiter.kind != "fixed-window":
         why.append(f"the {sc.limiter.kind} limiter")
     if sc.http_limits.max_new_connections_per_s > MAX_OPENS_PER_S:
         why.append(f"max_new_connections_per_s above {MAX_OPENS_PER_S}")
+    wide = [name for name, c in sc.clients.items()
+            if c.http.max_streams_per_conn > MAX_STREAMS_PER_CONN]
+    if wide:
+        why.append(f"max_streams_per_conn above {MAX_STREAMS_PER_CONN} (clients "
+                   f"{', '.join(wide)})")
     return why
 
 

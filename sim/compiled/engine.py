@@ -9,18 +9,19 @@ source's retry jitter is drawn from its own stream in the same blocks of 4,096, 
 rows go through the recorder in chunks of :data:`~sim.model.recorder.CHUNK_ROWS`, so the
 spools, aggregates and reports are those of the SimPy model.
 
-Covered: open-loop sources (drawn or replayed from traces), every retry policy and the
+Covered: open-loop sources (drawn or replayed from traces), closed-loop workers (their
+requests and think times drawn by Python 256 at a time), every retry policy and the
 retry budget, pacing, HTTP/2 and HTTP/1.1 pools with the account's connection cap and
 open rate, several accounts, the fixed-window limiter with its alignments, refund rules
-and daily allowance. Not covered (:func:`sim.compiled.choice.uncovered`): closed-loop
-workers and websockets.
+and daily allowance. Not covered (:func:`sim.compiled.choice.uncovered`): websockets.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.vocabulary import CONN_430, HTTP_434, OK, OUTCOMES, WS_CU
+from ..core.rng import stream
+from ..core.vocabulary import CONN_430, HTTP_434, OK, OUTCOMES, WS_CU, Rng
 from ..model import recorder as rc
 from ..model.engine import (
     AccountResult,
@@ -35,6 +36,9 @@ from ..policy.limiter import CULimiter, WindowStats
 from ..policy.retry import _BLOCK as JITTER_BLOCK
 from . import loop as lp
 from . import policies as po
+
+#: Requests a closed-loop worker draws at a time (TierRun._wake's chunk).
+WORKER_CHUNK = 256
 
 
 def _columns(fmt: rc.RowFormat, names: tuple[str, ...], rows: int) -> tuple:
@@ -61,8 +65,8 @@ class CompiledTierRun(TierRun):
 
     def run(self) -> TierResult:
         """Simulate until every request, retries included, has its final outcome."""
-        if self.plan.closed_sources or self.ws is not None:
-            raise RuntimeError("the compiled engine runs open-loop HTTP demand only")
+        if self.ws is not None:
+            raise RuntimeError("the compiled engine runs no websockets")
         self._build_state()
         s = self._s
         blocks = self.plan.demand_blocks()
@@ -83,8 +87,10 @@ class CompiledTierRun(TierRun):
                 self._grow()
             elif code == lp.RC_JITTER:
                 self._refill_jitter()
+            elif code == lp.RC_WORKER:
+                self._refill_worker(int(s["G"][po.G_WORKER]))
         self._move_rows(full_only=False)
-        self.rec.close(handshake_rid=self.plan.open_count)
+        self.rec.close(handshake_rid=int(s["G"][po.G_CLOSED_RID]))
         return self._result()
 
     # -- state -----------------------------------------------------------------------
@@ -172,11 +178,28 @@ class CompiledTierRun(TierRun):
         GS[lp.GS_MAX_POOL_CONNS] = max_conns
         GS[[lp.GS_OK, lp.GS_430, lp.GS_434, lp.GS_WS_CU]] = (OK, CONN_430, HTTP_434, WS_CU)
         G[po.G_JIT_LOW] = 1  # draw each source's first jitter block before the first event
-        n_req, n_conn, n_ev = 1024, 64, 1024
+        workers = [(i, w) for i in self.plan.closed_sources
+                   for w in range(sc.sources[i].workers.count)]
+        n_req, n_conn, n_ev = 1024, 64, 1024 + len(workers)
         EF = np.zeros(n_ev)
         EI = np.zeros((n_ev, 3), dtype=np.int64)
         # The feeder's start (SimPy's Initialize): the first event, at time 0.
         lp.ev_push(EF, EI, G, 0.0, lp.EV_FEED, -1)
+        # Closed-loop workers, as TierRun._start_worker starts them (in this order): each
+        # wakes first at a draw of its think stream times the mean think time.
+        WKF = np.zeros((len(workers), lp.WK_NF))
+        WKI = np.zeros((len(workers), lp.WKI_NI), dtype=np.int64)
+        self._workers = []
+        for n, (i, w) in enumerate(workers):
+            src = sc.sources[i]
+            think_rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.WORKER, w, Rng.THINK)
+            region = tab.regions.index(sc.region_of(src))
+            WKI[n] = (i, tab.keys.index(src.key), region, 0, 0)
+            WKF[n, lp.WK_HALF] = self._half_rtt[region]
+            self._workers.append((self.plan.drawer_for(i, w), think_rng, src.workers.think))
+            lp.ev_push(EF, EI, G, 0.0 + think_rng.random() * src.workers.think.mean,
+                       lp.EV_WORKER, n)
+        G[po.G_CLOSED_RID] = self.plan.open_count
         chunk = self.rec.chunk_rows
         self._s = dict(
             G=G, GF=GF, GS=GS, EF=EF, EI=EI,
@@ -189,12 +212,16 @@ class CompiledTierRun(TierRun):
             KF=np.zeros((n_ca, 64)), KI=np.zeros((n_ca, 64, 2), dtype=np.int64),
             OR=OR, OI=OI, LF=LF, LI=LI, WF=WF, WI=WI, DF=DF, DI=DI,
             SF=SF, SI=SI, JU=JU,
-            DT=np.zeros(0), DX=np.zeros((0, 4), dtype=np.int64), DR=np.zeros((0, 3)),
+            DT=np.zeros(0), DX=np.zeros((0, lp.DX_NI), dtype=np.int64),
+            DR=np.zeros((0, lp.DR_NF)),
             GATE=GATE, AFTER=AFTER, RETRY_ON=RETRY_ON,
             HALF=np.array(self._half_rtt, dtype=np.float64),
             KEY_ACCT=np.array(self._key_account, dtype=np.int64), POOL_OF=POOL_OF,
             AO=_columns(rc.ATTEMPT_ROW, lp.ATTEMPT_VALUES, chunk),
-            QO=_columns(rc.REQUEST_ROW, lp.REQUEST_VALUES, chunk))
+            QO=_columns(rc.REQUEST_ROW, lp.REQUEST_VALUES, chunk),
+            WKF=WKF, WKI=WKI, WCM=np.zeros((len(workers), WORKER_CHUNK), dtype=np.int64),
+            WCF=np.zeros((len(workers), lp.WC_NF, WORKER_CHUNK)))
+        GF[lp.GF_DURATION] = sc.duration_s
         G[po.G_NFREE_R], G[po.G_NFREE_C] = n_req, n_conn
         self._day_offset = float(sc.day_offset_s)
         self._set_day_limit()
@@ -202,7 +229,7 @@ class CompiledTierRun(TierRun):
     _ARGS = ("G", "GF", "GS", "EF", "EI", "RF", "RI", "rfree", "CF", "CI", "CR", "cfree",
              "PF", "PI", "AF", "AI", "KF", "KI", "OR", "OI", "LF", "LI", "WF", "WI", "DF",
              "DI", "SF", "SI", "JU", "DT", "DX", "DR", "GATE", "AFTER", "RETRY_ON", "HALF",
-             "KEY_ACCT", "POOL_OF", "AO", "QO")
+             "KEY_ACCT", "POOL_OF", "AO", "QO", "WKF", "WKI", "WCM", "WCF")
 
     def _args(self) -> list:
         s = self._s
@@ -215,7 +242,7 @@ class CompiledTierRun(TierRun):
 
     def _grow(self) -> None:
         s, G = self._s, self._s["G"]
-        left = int(G[po.G_BLEN] - G[po.G_J])
+        left = int(G[po.G_BLEN] - G[po.G_FJ])
         need_ev = int(G[po.G_EVN]) + left + int(G[po.G_NWAIT]) + 8
         if need_ev > len(s["EF"]):
             size = 2 * need_ev
@@ -254,6 +281,19 @@ class CompiledTierRun(TierRun):
         G[counter] = n + size - old
         return out
 
+    def _refill_worker(self, n: int) -> None:
+        """A worker's next chunk of requests and think times, drawn as TierRun._wake
+        draws them (256 at a time from its own streams)."""
+        s = self._s
+        drawer, think_rng, think = self._workers[n]
+        method, _, reserve, actual, service = drawer.draw(WORKER_CHUNK)
+        s["WCM"][n] = method
+        s["WCF"][n, lp.WC_RESERVE] = reserve
+        s["WCF"][n, lp.WC_ACTUAL] = actual
+        s["WCF"][n, lp.WC_SERVICE] = service
+        s["WCF"][n, lp.WC_THINK] = think.sample(think_rng, WORKER_CHUNK)
+        s["WKI"][n, lp.WKI_K], s["WKI"][n, lp.WKI_N] = 0, WORKER_CHUNK
+
     def _refill_jitter(self) -> None:
         s = self._s
         for i, rng in enumerate(self._jitter_rngs):
@@ -264,18 +304,22 @@ class CompiledTierRun(TierRun):
         s["G"][po.G_JIT_LOW] = 0
 
     def _next_block(self, blocks) -> None:
+        """Append the next demand block to the rows not yet started (or mark the end)."""
         s, G = self._s, self._s["G"]
         d = next(blocks, None)
-        j, blen = int(G[po.G_J]), int(G[po.G_BLEN])
         if d is None:
             G[po.G_EXHAUSTED] = 1
             return
-        s["DT"] = np.concatenate((s["DT"][j:blen], d.t))
-        s["DX"] = np.concatenate((s["DX"][j:blen], np.stack(
-            (d.source, d.method, d.key, d.region), axis=1).astype(np.int64)))
-        s["DR"] = np.concatenate((s["DR"][j:blen], np.stack(
-            (d.reserve, d.actual, d.service_s), axis=1).astype(np.float64)))
-        G[po.G_J], G[po.G_BLEN] = 0, len(s["DT"])
+        fj, j, blen = int(G[po.G_FJ]), int(G[po.G_J]), int(G[po.G_BLEN])
+        n = len(d)
+        dx = np.zeros((n, lp.DX_NI), dtype=np.int64)
+        dx[:, :4] = np.stack((d.source, d.method, d.key, d.region), axis=1)
+        dr = np.zeros((n, lp.DR_NF))
+        dr[:, :3] = np.stack((d.reserve, d.actual, d.service_s), axis=1)
+        s["DT"] = np.concatenate((s["DT"][fj:blen], d.t))
+        s["DX"] = np.concatenate((s["DX"][fj:blen], dx))
+        s["DR"] = np.concatenate((s["DR"][fj:blen], dr))
+        G[po.G_FJ], G[po.G_J], G[po.G_BLEN] = 0, j - fj, len(s["DT"])
 
     # -- rows ------------------------------------------------------------------------
 

@@ -1,18 +1,19 @@
-"""The compiled event loop: :class:`sim.model.engine.TierRun`'s open-loop lifecycle, step
-for step, over struct-of-arrays state.
+"""The compiled event loop: :class:`sim.model.engine.TierRun`'s HTTP lifecycle (open-loop
+sources and closed-loop workers), step for step, over struct-of-arrays state.
 
 One heap of ``(time, seq)`` events, ``seq`` taken in the order the SimPy model schedules
 (SimPy breaks equal-time ties by its event id, which is that order): the feeder's wake
 (``FEED``), a request's first send, send, paced send, arrival at the service, completion
-and 430 reply, and a client pool's wake. Each handler is the model's method of the same
-name with its float expressions written as the model writes them
-(``now + (start - now + half_rtt)`` is not ``start + half_rtt``).
+and 430 reply, a client pool's wake and a closed-loop worker's wake. Each handler is the
+model's method of the same name with its float expressions written as the model writes
+them (``now + (start - now + half_rtt)`` is not ``start + half_rtt``).
 
 :func:`run_loop` runs events until it must return to Python, at an event boundary, with
 one of the ``RC_*`` codes: a row buffer is full (flush it), the feeder needs the next
-demand block, a state array needs room, a source's jitter block is spent, or the heap is
-empty (done). The caller does that and calls again: nothing is lost between calls, so a
-run is resumable at every return and its memory stays flat in run length.
+demand block, a state array needs room, a source's jitter block is spent, a worker needs
+its next chunk of requests, or the heap is empty (done). The caller does that and calls
+again: nothing is lost between calls, so a run is resumable at every return and its
+memory stays flat in run length.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from .policies import (
     CI_REUSABLE,
     G_AN,
     G_BLEN,
+    G_CLOSED_RID,
     G_EVN,
     G_EXHAUSTED,
+    G_FJ,
     G_J,
     G_JIT_LOW,
     G_NEXT_RID,
@@ -41,6 +44,7 @@ from .policies import (
     G_NWAIT,
     G_QN,
     G_SEQ,
+    G_WORKER,
     INF,
     LI_NWIN,
     NAN,
@@ -72,15 +76,21 @@ from .policies import (
 FEED_HORIZON_S = 1.0  # sim.model.engine.FEED_HORIZON_S (a test keeps them equal)
 
 # event kinds
-EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE = range(8)
+EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE, EV_WORKER = \
+    range(9)
 # return codes
-RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER = range(5)
+RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER = range(6)
+# closed-loop workers: WKF[w, WK_*] floats, WKI[w, WKI_*] ints; their chunk of drawn
+# requests: WCM[w, k] the method, WCF[w, WC_*, k] the rest (refilled by Python)
+WK_PAUSE, WK_HALF, WK_NF = range(3)
+WKI_SOURCE, WKI_KEY, WKI_REGION, WKI_K, WKI_N, WKI_NI = range(6)
+WC_RESERVE, WC_ACTUAL, WC_SERVICE, WC_THINK, WC_NF = range(5)
 
 # requests: RF[r, R_*], RI[r, RI_*]
 (R_RESERVE, R_ACTUAL, R_SERVICE, R_TFIRST, R_TSEND, R_HALF, R_WAIT, R_SINCE,
  R_NF) = range(9)
 (RI_RID, RI_SOURCE, RI_METHOD, RI_KEY, RI_REGION, RI_ATTEMPT, RI_CONN, RI_WID, RI_DAY,
- RI_ACCT, RI_NEXT, RI_NI) = range(12)
+ RI_ACCT, RI_NEXT, RI_WORKER, RI_NI) = range(13)
 # rows: AO, a tuple of the attempt table's columns (numpy arrays of the recorder's
 # types, in this order), QO the request table's; the engine checks the names against
 # the recorder's layout (sim.model.recorder.ATTEMPT_COLUMNS / REQUEST_COLUMNS)
@@ -90,7 +100,12 @@ ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", 
 REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
                   "attempts")
 # G's float twin: GF[GF_*]
-GF_NOW, GF_DAY_LIMIT, GF_NF = range(3)
+GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_NF = range(5)
+# the demand buffer: DT[j] send time; DX[j, :] source, method, key, region, then the seq
+# and request id the feeder gave it (seq -1: it went on the heap); DR[j, :] reserve,
+# actual, service time, then the time of its first-send event
+DX_SEQ, DX_RID, DX_NI = 4, 5, 6
+DR_TIME, DR_NF = 3, 4
 # sizes the loop checks room for: GS[GS_*]
 GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_NI = range(6)
 
@@ -100,10 +115,19 @@ def ev_push(EF, EI, G, t, kind, obj):
     """Schedule event ``kind`` of ``obj`` at ``t`` (its seq: the next)."""
     seq = G[G_SEQ]
     G[G_SEQ] = seq + 1
+    ev_push_seq(EF, EI, G, t, seq, kind, obj)
+
+
+@njit_inline
+def ev_push_seq(EF, EI, G, t, seq, kind, obj):
+    """Schedule event ``kind`` of ``obj`` at ``t`` with the ``seq`` it was given.
+
+    The heap is 4-ary (half the depth of a binary one); any heap pops the same order,
+    since no two events share a ``(time, seq)``."""
     n = G[G_EVN]
     i = n
     while i > 0:
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         pt = EF[parent]
         if pt < t or (pt == t and EI[parent, 0] < seq):
             break
@@ -120,6 +144,30 @@ def ev_push(EF, EI, G, t, kind, obj):
 
 
 @njit_inline
+def _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, j):
+    """A request's state from demand row ``j`` (its id given when it was fed)."""
+    G[G_NFREE_R] -= 1
+    q = rfree[G[G_NFREE_R]]
+    reg = DX[j, 3]
+    tj = DT[j]
+    RI[q, RI_RID] = DX[j, DX_RID]
+    RI[q, RI_SOURCE] = DX[j, 0]
+    RI[q, RI_METHOD] = DX[j, 1]
+    RI[q, RI_KEY] = DX[j, 2]
+    RI[q, RI_REGION] = reg
+    RI[q, RI_ATTEMPT] = 1
+    RI[q, RI_CONN] = -1
+    RI[q, RI_WORKER] = -1
+    RF[q, R_RESERVE] = DR[j, 0]
+    RF[q, R_ACTUAL] = DR[j, 1]
+    RF[q, R_SERVICE] = DR[j, 2]
+    RF[q, R_TFIRST] = tj
+    RF[q, R_TSEND] = tj
+    RF[q, R_HALF] = HALF[reg]
+    return q
+
+
+@njit_inline
 def ev_pop(EF, EI, G):
     """Remove the earliest event (the heap is not empty)."""
     n = G[G_EVN] - 1
@@ -127,20 +175,23 @@ def ev_pop(EF, EI, G):
     lt, ls, lk, lo = EF[n], EI[n, 0], EI[n, 1], EI[n, 2]
     i = 0
     while True:
-        child = 2 * i + 1
-        if child >= n:
+        first = 4 * i + 1
+        if first >= n:
             break
-        r = child + 1
-        if r < n and (EF[r] < EF[child] or (EF[r] == EF[child] and EI[r, 0] < EI[child, 0])):
-            child = r
-        ct = EF[child]
-        if ct > lt or (ct == lt and EI[child, 0] > ls):
+        best = first
+        bt, bs = EF[first], EI[first, 0]
+        last = first + 4 if first + 4 < n else n
+        for c in range(first + 1, last):
+            ct = EF[c]
+            if ct < bt or (ct == bt and EI[c, 0] < bs):
+                best, bt, bs = c, ct, EI[c, 0]
+        if bt > lt or (bt == lt and bs > ls):
             break
-        EF[i] = ct
-        EI[i, 0] = EI[child, 0]
-        EI[i, 1] = EI[child, 1]
-        EI[i, 2] = EI[child, 2]
-        i = child
+        EF[i] = bt
+        EI[i, 0] = bs
+        EI[i, 1] = EI[best, 1]
+        EI[i, 2] = EI[best, 2]
+        i = best
     if n > 0:
         EF[i] = lt
         EI[i, 0] = ls
@@ -206,6 +257,14 @@ def _request_row(QO, G, RF, RI, r, t_end, outcome):
 
 
 @njit_inline
+def _finished(EF, EI, G, RI, WKF, r, now):
+    """TierRun._finished: a closed-loop request's worker thinks, then wakes."""
+    w = RI[r, RI_WORKER]
+    if w >= 0:
+        ev_push(EF, EI, G, now + (WKF[w, WK_HALF] + WKF[w, WK_PAUSE]), EV_WORKER, w)
+
+
+@njit_inline
 def _free_request(G, rfree, r):
     rfree[G[G_NFREE_R]] = r
     G[G_NFREE_R] += 1
@@ -214,7 +273,7 @@ def _free_request(G, rfree, r):
 @njit
 def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI, KF, KI,
              OR, OI, LF, LI, WF, WI, DF, DI, SF, SI, JU, DT, DX, DR, GATE, AFTER, RETRY_ON,
-             HALF, KEY_ACCT, POOL_OF, AO, QO):
+             HALF, KEY_ACCT, POOL_OF, AO, QO, WKF, WKI, WCM, WCF):
     """Run events until Python must act; returns an ``RC_*`` code (see the module)."""
     n_out = AO[0].shape[0]
     n_acct = LF.shape[0]
@@ -225,13 +284,32 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             return RC_FLUSH
         if G[G_JIT_LOW]:
             return RC_JITTER
-        if G[G_EVN] == 0:
+        # The next event: the heap's top, or the next fed arrival (a sorted run of
+        # (time, seq) the feeder scheduled, merged here instead of pushed on the heap).
+        fj, j = G[G_FJ], G[G_J]
+        while fj < j and DX[fj, DX_SEQ] < 0:  # fed onto the heap instead
+            fj += 1
+        G[G_FJ] = fj
+        arrival = False
+        if fj < j:
+            te = DR[fj, DR_TIME]
+            arrival = G[G_EVN] == 0 or te < EF[0] or (te == EF[0]
+                                                        and DX[fj, DX_SEQ] < EI[0, 0])
+        if arrival:
+            t = te
+            kind = EV_FIRST
+        elif G[G_EVN] == 0:
             return RC_DONE
-        t = EF[0]
-        kind = EI[0, 1]
-        left = G[G_BLEN] - G[G_J]
+        else:
+            t = EF[0]
+            kind = EI[0, 1]
+        left = G[G_BLEN] - fj
+        if kind == EV_WORKER and t < GF[GF_DURATION] and \
+                WKI[EI[0, 2], WKI_K] == WKI[EI[0, 2], WKI_N]:
+            G[G_WORKER] = EI[0, 2]  # its next chunk of requests and think times
+            return RC_WORKER
         if kind == EV_FEED and not G[G_EXHAUSTED] and (
-                left == 0 or DT[G[G_BLEN] - 1] < t + FEED_HORIZON_S):
+                j == G[G_BLEN] or DT[G[G_BLEN] - 1] < t + FEED_HORIZON_S):
             return RC_BLOCK
         if (G[G_EVN] + left + G[G_NWAIT] + 8 > EF.shape[0] or G[G_NFREE_R] < left + 1
                 or G[G_NFREE_C] < 1 or t >= GF[GF_DAY_LIMIT]):
@@ -242,15 +320,18 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
         for a in range(n_acct):
             if LI[a, LI_NWIN] + 2 > WF.shape[1]:
                 return RC_GROW
-        r = EI[0, 2]
-        ev_pop(EF, EI, G)
         now = t
         GF[GF_NOW] = now
+        if arrival:
+            r = _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, fj)
+            G[G_FJ] = fj + 1
+        else:
+            r = EI[0, 2]
+            ev_pop(EF, EI, G)
 
         if kind == EV_FEED:
             until = now + FEED_HORIZON_S
             more = True
-            j = G[G_J]
             blen = G[G_BLEN]
             while True:
                 if j == blen:
@@ -259,24 +340,20 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                 tj = DT[j]
                 if tj >= until:
                     break
-                G[G_NFREE_R] -= 1
-                q = rfree[G[G_NFREE_R]]
-                reg = DX[j, 3]
-                RI[q, RI_RID] = G[G_NEXT_RID]
+                te = now + (tj - now)
+                seq = G[G_SEQ]
+                G[G_SEQ] = seq + 1
+                DX[j, DX_RID] = G[G_NEXT_RID]
                 G[G_NEXT_RID] += 1
-                RI[q, RI_SOURCE] = DX[j, 0]
-                RI[q, RI_METHOD] = DX[j, 1]
-                RI[q, RI_KEY] = DX[j, 2]
-                RI[q, RI_REGION] = reg
-                RI[q, RI_ATTEMPT] = 1
-                RI[q, RI_CONN] = -1
-                RF[q, R_RESERVE] = DR[j, 0]
-                RF[q, R_ACTUAL] = DR[j, 1]
-                RF[q, R_SERVICE] = DR[j, 2]
-                RF[q, R_TFIRST] = tj
-                RF[q, R_TSEND] = tj
-                RF[q, R_HALF] = HALF[reg]
-                ev_push(EF, EI, G, now + (tj - now), EV_FIRST, q)
+                if G[G_FJ] < j and te < GF[GF_LAST_FED]:
+                    # (rounding put it before a fed arrival: the heap keeps the order)
+                    q = _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, j)
+                    ev_push_seq(EF, EI, G, te, seq, EV_FIRST, q)
+                    DX[j, DX_SEQ] = -1
+                else:
+                    DR[j, DR_TIME] = te
+                    DX[j, DX_SEQ] = seq
+                    GF[GF_LAST_FED] = te
                 j += 1
             G[G_J] = j
             if more:
@@ -315,6 +392,33 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                     _wake_at(PF, EF, EI, G, GF, p, nxt)
             continue
 
+        if kind == EV_WORKER:  # TierRun._wake: a worker sends its next request
+            w = r
+            if now >= GF[GF_DURATION]:
+                continue
+            k = WKI[w, WKI_K]
+            G[G_NFREE_R] -= 1
+            r = rfree[G[G_NFREE_R]]
+            reg = WKI[w, WKI_REGION]
+            RI[r, RI_RID] = G[G_CLOSED_RID]
+            G[G_CLOSED_RID] += 1
+            RI[r, RI_SOURCE] = WKI[w, WKI_SOURCE]
+            RI[r, RI_METHOD] = WCM[w, k]
+            RI[r, RI_KEY] = WKI[w, WKI_KEY]
+            RI[r, RI_REGION] = reg
+            RI[r, RI_ATTEMPT] = 1
+            RI[r, RI_CONN] = -1
+            RI[r, RI_WORKER] = w
+            RF[r, R_RESERVE] = WCF[w, WC_RESERVE, k]
+            RF[r, R_ACTUAL] = WCF[w, WC_ACTUAL, k]
+            RF[r, R_SERVICE] = WCF[w, WC_SERVICE, k]
+            RF[r, R_TFIRST] = now
+            RF[r, R_TSEND] = now
+            RF[r, R_HALF] = WKF[w, WK_HALF]
+            SI[WKI[w, WKI_SOURCE], SI_REQUESTS] += 1
+            WKF[w, WK_PAUSE] = WCF[w, WC_THINK, k]
+            WKI[w, WKI_K] = k + 1
+            kind = EV_SEND
         s = RI[r, RI_SOURCE]
         if kind == EV_FIRST:
             SI[s, SI_REQUESTS] += 1
@@ -385,6 +489,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             _attempt_row(AO, G, RF, RI, r, t_back, ok_code, reserve, actual, NAN,
                          False)
             _request_row(QO, G, RF, RI, r, t_back, ok_code)
+            _finished(EF, EI, G, RI, WKF, r, now)
             _free_request(G, rfree, r)
             continue
 
@@ -405,6 +510,7 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
                 ev_push(EF, EI, G, now + (RF[r, R_HALF] + wait), EV_SEND, r)
                 continue
         _request_row(QO, G, RF, RI, r, t_back, outcome)
+        _finished(EF, EI, G, RI, WKF, r, now)
         _free_request(G, rfree, r)
     return RC_DONE
 

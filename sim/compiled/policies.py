@@ -576,5 +576,6 @@ def pace_delay(SF, s, now, cost):
 
 
 # -- the loop's scalars: G[G_*] --------------------------------------------------------
+# (the demand buffer's rows [G_FJ, G_J) are fed and wait for their first send)
 (G_SEQ, G_EVN, G_AN, G_QN, G_J, G_BLEN, G_EXHAUSTED, G_NEXT_RID, G_NFREE_R, G_NFREE_C,
- G_NWAIT, G_JIT_LOW, G_NI) = range(13)
+ G_NWAIT, G_JIT_LOW, G_FJ, G_CLOSED_RID, G_WORKER, G_NI) = range(16)

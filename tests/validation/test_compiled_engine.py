@@ -4,7 +4,7 @@ Both engines run every shipped scenario the compiled engine covers, and stress s
 written to reach each rule the two must agree on (phases, current-window refunds, UTC
 midnight with a daily allowance, 430s from the connection cap and the open rate,
 queueing for streams, HTTP/1.1 without reuse, unknown keys, retry budgets, pacing,
-several accounts). Rows are compared as the spooled Parquet files, with pandas
+several accounts, closed-loop workers). Rows are compared as the spooled Parquet files, with pandas
 ``.equals`` (NaN equal to NaN, every bit of every float otherwise), and so are the
 limiter's windows, the daily ledger, the connection figures and the run's end. And
 ``capsim run`` writes the same report folder with either engine (but for the line and
@@ -104,6 +104,16 @@ STRESS = {
                 '[clients.old]\nhttp_version = "1.1"\n'),
         sources=(_src("a", 25) + _src("b", 10, client="fixed") + _src("c", 1, client="old")
                  + _src("d", 1, key="nobody") + _src("e", 1, mix={"POST /v1/size": 1.0}))),
+    # closed-loop workers (exponential think times) past a small window beside an
+    # open-loop source, queueing on one connection of two streams: retries while the
+    # workers wait, requests drawn 256 at a time
+    "closed-loop": dict(
+        tiers=["Tiny"], duration=1200, top=TINY,
+        tables=("[clients.default.http]\nmax_streams_per_conn = 2\nmax_connections = 1\n"),
+        sources=(_src("open", 1)
+                 + '[[sources]]\nname = "w"\nkey = "k"\n'
+                   'workers = { count = 2, think = { dist = "exponential", mean = 0.2 } }\n'
+                   'mix = { svc_call = 1.0, "POST /v1/size" = 0.5 }\n')),
     # client pacing (a token bucket) and the window's 434 with Retry-After
     "pacing": dict(
         tiers=["Tiny"], duration=300, top=TINY + SEARCH,
@@ -163,10 +173,9 @@ def test_shipped_scenarios_identical_rows(path, tmp_path):
 
 
 def test_uncovered_shipped_scenarios_are_named():
-    # the default scenario and these have closed-loop workers or websockets
+    # the default scenario and these have websockets
     left = {p for p in SHIPPED if uncovered(load(ROOT / p))}
-    assert {"workloads/indexer.toml", "workloads/streams-bot.toml",
-            "workloads/live-agreement.toml"} <= left
+    assert left == {"workloads/streams-bot.toml", "workloads/live-agreement.toml"}
     assert uncovered(load(None))
 
 
@@ -194,6 +203,12 @@ def test_stress_scenarios_identical_rows(name, tmp_path):
         assert (a["stream_wait_s"] > 0).mean() > 0.3
     elif name == "keys-protocols-budgets":
         assert {OK, RPC_32005} <= out and len(out) >= 5
+    elif name == "closed-loop":
+        workers = a["source"] == 1
+        # more than one chunk of 256 requests per worker, and retries
+        assert (workers & (a["attempt"] == 1)).sum() > 2 * 256
+        assert (a["attempt"][workers] > 1).any()
+        assert (a["stream_wait_s"] > 0).any()
     elif name == "pacing":
         assert HTTP_434 in out or OK in out
     elif name == "several-accounts":
@@ -247,7 +262,7 @@ def test_capsim_run_writes_the_same_report_with_either_engine(tmp_path):
 
 
 def test_capsim_run_of_the_default_scenario_auto_is_the_simpy_model(tmp_path):
-    """The default scenario has closed-loop workers and websockets: auto runs SimPy and
+    """The default scenario has websockets: auto runs SimPy and
     writes exactly what --engine simpy writes (byte for byte, summary included)."""
     for engine in ("simpy", "auto"):
         _capsim_run("--set", "duration=60", "--tier", "RPC", "--tier", "Streams",

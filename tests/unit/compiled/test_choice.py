@@ -7,34 +7,43 @@ import sys
 from pathlib import Path
 
 import pytest
-from scenarios import scenario_text, write_scenario
+from scenarios import poisson_source, scenario_text, write_scenario
 
 from sim.compiled import choice
 from sim.config.resolved import load
 from sim.core.errors import CapsimError
 
 ROOT = Path(__file__).resolve().parents[3]
+# websockets: what the compiled engine does not run
+STREAMS = poisson_source(1) + '[[streams]]\nname = "c"\nkey = "k"\nstream = "new-blocks"\n'
 WORKERS = ('[[sources]]\nname = "w"\nkey = "k"\n'
            'workers = { count = 2, think = { dist = "exponential", mean = 1.0 } }\n')
 
 
-def test_auto_runs_the_compiled_engine_on_open_loop_demand(tmp_path):
-    loaded = load(write_scenario(tmp_path))
+def test_auto_runs_the_compiled_engine_on_open_and_closed_loop_demand(tmp_path):
+    loaded = load(write_scenario(tmp_path, sources=poisson_source(1) + WORKERS))
     assert choice.uncovered(loaded) == []
     assert choice.choose_engine(loaded, "auto").engine == "compiled"
     assert choice.choose_engine(loaded, "simpy").engine == "simpy"
 
 
 def test_auto_falls_back_with_the_reason(tmp_path):
-    loaded = load(write_scenario(tmp_path, sources=WORKERS))
+    loaded = load(write_scenario(tmp_path, sources=STREAMS))
     chosen = choice.choose_engine(loaded, "auto")
-    assert chosen.engine == "simpy" and "closed-loop workers (sources w)" in chosen.reason
+    assert chosen.engine == "simpy" and "websocket streams" in chosen.reason
     assert "websocket" in choice.choose_engine(load(None)).reason  # the default scenario
 
 
+def test_limits_beyond_its_arrays_run_on_simpy(tmp_path):
+    loaded = load(write_scenario(
+        tmp_path, tables="[clients.default.http]\nmax_streams_per_conn = 5000\n"))
+    assert choice.uncovered(loaded) == [
+        "max_streams_per_conn above 4096 (clients default)"]
+
+
 def test_compiled_on_an_uncovered_scenario_is_a_user_error(tmp_path):
-    loaded = load(write_scenario(tmp_path, sources=WORKERS))
-    with pytest.raises(CapsimError, match="closed-loop workers") as err:
+    loaded = load(write_scenario(tmp_path, sources=STREAMS))
+    with pytest.raises(CapsimError, match="websocket streams") as err:
         choice.choose_engine(loaded, "compiled")
     assert err.value.field == "engine"
 
@@ -74,3 +83,17 @@ def test_run_writes_which_engine_ran(tmp_path):
     assert run(path, engine="compiled").summary.engine == "compiled"
     simpy = run(path, engine="simpy").summary
     assert simpy.engine is None and '"engine"' not in simpy.to_json()
+
+
+def test_cli_compiled_on_an_uncovered_scenario_exits_2_without_traceback(tmp_path):
+    from click.testing import CliRunner
+
+    from sim.cli.main import main
+
+    path = write_scenario(tmp_path, sources=STREAMS)
+    done = CliRunner().invoke(main, ["run", str(path), "--engine", "compiled", "--out",
+                                     str(tmp_path / "out")])
+    assert done.exit_code == 2
+    assert "compiled engine cannot run this scenario: websocket streams" in done.output
+    assert "Traceback" not in done.output
+    assert not (tmp_path / "out").exists()
