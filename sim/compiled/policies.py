@@ -367,7 +367,8 @@ def close_if_idle(CF, CI, CR, PF, PI, AI, KF, KI, G, cfree, a, c, now):
                     last = CR[c, i]
         else:
             last = now
-        CF[c, C_DEADLINE] = last + PF[CI[c, CI_POOL], P_IDLE]
+        # never at or before now (policy.connections: idle_timeout_s = 0 would spin)
+        CF[c, C_DEADLINE] = max(last + PF[CI[c, CI_POOL], P_IDLE], np.nextafter(now, np.inf))
         schedule_close(CF, CI, AI, KF, KI, a, c)
         return False
     CI[c, CI_CLOSED] = 1

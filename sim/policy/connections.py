@@ -52,7 +52,9 @@ class AccountConnections:
             # Idleness counts from the last request sent (sim/model/transport.py), so a
             # connection whose streams have all been released by then closes then.
             last = max(conn.releases) if conn.releases else now
-            conn.deadline = last + conn.pool.idle_timeout_s
+            # Never at or before now: with idle_timeout_s = 0 a busy connection would be
+            # due again at once, and the close loop would spin at this instant forever.
+            conn.deadline = max(last + conn.pool.idle_timeout_s, math.nextafter(now, math.inf))
             self.schedule_close(conn)
             return False
         conn.closed = True

@@ -160,3 +160,27 @@ service_time = { dist = "constant", value = 90.0 }
     out = res.attempts["outcome"]
     assert (out == rc.OK).all() and len(out) == 3
     assert res.connections.opened == 1
+
+
+def test_an_idle_timeout_of_zero_closes_connections_without_spinning():
+    """``idle_timeout_s = 0``: a connection closes as soon as it is idle. Three requests
+    at t=0 and three at t=0.5, one stream a connection, 1-s service: all six overlap, so
+    six connections, every request answered after exactly its service time. capsim hung
+    here (the close of a busy connection was rescheduled at the same instant, forever);
+    an alarm turns a hang into a failure."""
+    import signal
+
+    def hung(*_):
+        raise TimeoutError("the run did not finish: the idle-close loop spins")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        res = _run(3, http="idle_timeout_s = 0, max_streams_per_conn = 1", at=[0.0, 0.5])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    a = res.attempts
+    assert (a["outcome"] == rc.OK).all() and len(a["outcome"]) == 6
+    assert np.allclose(a["t_end"] - a["t_send"], 1.0)
+    assert res.connections.opened == 6 and res.connections.peak_active == 6
