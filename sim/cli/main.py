@@ -302,6 +302,7 @@ def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool
     from ..config.price_ranges import effective_ranges
     from ..config.used_prices import prices_used_by, set_by_scenario
     from ..jobs.robust import evaluate, with_robustness
+    from ..workload.replay_source import methods_at_recorded_cu
 
     ranges = effective_ranges(loaded.pricing, set_by_scenario(loaded), loaded.price_ranges,
                               None if cal is None else cal.ranges)
@@ -309,8 +310,8 @@ def _robust_summary(loaded: LoadedScenario, summary, cal, jobs: int, quiet: bool
     from .progress import Progress
 
     with Progress("robust: prices at their range ends", None, "runs", quiet=quiet) as bar:
-        rob = evaluate(loaded, summary, ranges, prices_used_by(summary, loaded), jobs=jobs,
-                       progress=bar.step)
+        used = prices_used_by(summary, loaded, methods_at_recorded_cu(loaded))
+        rob = evaluate(loaded, summary, ranges, used, jobs=jobs, progress=bar.step)
     return with_robustness(summary, rob)
 
 

@@ -131,7 +131,9 @@ def update(targets, replications, jobs):
                    + (f"; {'; '.join(notes)}" if notes else ""))
         for c in lines:
             click.echo(f"  {c.tier or '(run)'}: {c.label}: {c.base} → {c.now}"
-                       + (f" ({c.change})" if c.change and c.change != "changed" else ""))
+                       + (f" ({c.note})" if c.change == "n/a" and c.note
+                          else f" ({c.change})" if c.change and c.change != "changed"
+                          else ""))
 
 
 def _claim_outputs(markdown, junit, comment, force) -> None:

@@ -67,7 +67,7 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     from ..jobs.executors import make_executor
     from ..jobs.sweep import run_sweep
     from ..jobs.sweep_plan import plan_sweep
-    from ..jobs.sweep_report import difference_lines
+    from ..jobs.sweep_report import decided_notes, difference_lines, point_line
     from .progress import Progress
 
     plan = plan_sweep(scenario, vary=list(vary), replications=replications,
@@ -84,10 +84,8 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     click.echo(f"{len(plan.runs)} runs ({len(result.ran)} simulated now, "
                f"{len(plan.runs) - len(result.ran)} already in the folder)")
     for p in doc.points:
-        label = ", ".join(f"{k}={v}" for k, v in p.values.items()) or "scenario"
-        click.echo(f"{label} [{p.variant}]: cheapest tier meeting the SLO: "
-                   f"{p.cheapest_meeting_slo or 'none'}")
-    for line in difference_lines(doc):
+        click.echo(point_line(p))
+    for line in [*decided_notes(doc), *difference_lines(doc)]:
         click.echo(line)
     click.echo(f"report: {result.folder}/report.md")
 

@@ -5,9 +5,10 @@ A method's price key is :meth:`sim.config.pricing.RpcPricing.cost_key`'s (its ow
 ``sizing.item_base_cu``, ``sizing.cu_per_gas`` and the gas caps of the profiles sized;
 a websocket stream pays ``websocket.connect_cu`` and its ``websocket.publish_cu.<stream>``;
 a tier whose run charged CU pays into its daily allowance; every tier's monthly price
-ranks it. Everything else the pricing holds is "not used by this traffic".
+ranks it. A method only replayed rows with a recorded cu send pays nothing: those rows
+reserve what they recorded. Everything else the pricing holds is "not used by this traffic".
 
-    used = prices_used_by(summary, loaded)
+    used = prices_used_by(summary, loaded, methods_at_recorded_cu(loaded))
 """
 
 from __future__ import annotations
@@ -58,10 +59,14 @@ def sizing_profiles_sent(loaded: LoadedScenario) -> set[str]:
             for p, w in s.sizing.profiles.items() if w > 0}
 
 
-def prices_used_by(summary: RunSummary, loaded: LoadedScenario) -> set[str]:
-    """:func:`prices_used` of a run: the methods attempted on any tier (``by_method``),
-    the tiers (an account's own, with several accounts) whose daily allowance was
-    charged, and every tier the recommendation ranked."""
+def prices_used_by(summary: RunSummary, loaded: LoadedScenario,
+                   at_recorded_cu: Iterable[str] = ()) -> set[str]:
+    """:func:`prices_used` of a run: the methods attempted on any tier (``by_method``)
+    but those of ``at_recorded_cu`` (only sent by replayed rows that carry a recorded cu,
+    which they reserve instead of the price:
+    :func:`sim.workload.replay_source.methods_at_recorded_cu`), the tiers (an account's
+    own, with several accounts) whose daily allowance was charged, and every tier the
+    recommendation ranked."""
     methods, charged, ranked = set(), set(), set()
     for t in summary.tiers:
         methods |= set(t.by_method)
@@ -74,6 +79,7 @@ def prices_used_by(summary: RunSummary, loaded: LoadedScenario) -> set[str]:
             ranked.add(a.tier)
             if a.daily_allowance.used_cu > 0:
                 charged.add(a.tier)
+    methods -= set(at_recorded_cu)
     return prices_used(loaded.pricing, methods, sizing_profiles_sent(loaded), charged, ranked)
 
 

@@ -19,9 +19,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..report import html  # noqa: E402
 from ..report.colours import tier_colour  # noqa: E402
-from ..results.decided import ASSUMPTION_NOTE, legend  # noqa: E402
+from ..results.decided import ASSUMPTION_NOTE, LABELS, legend  # noqa: E402
 from .sweep_plan import BASE  # noqa: E402
-from .sweep_results import IntervalFigure, SweepDocument  # noqa: E402
+from .sweep_results import IntervalFigure, SweepDocument, SweepPoint  # noqa: E402
 
 PLOTTED = {
     "throttle_rate": ("throttle rate", "max_throttle_rate"),
@@ -57,6 +57,34 @@ def _signed(iv: IntervalFigure, digits: str = ",.0f", unit: str = "") -> str:
         return "–"
     hw = "" if iv.half_width is None else f" ± {iv.half_width:{digits}}"
     return f"{iv.mean:+{digits}}{unit}{hw}".replace("-", "−")
+
+
+def point_line(p: SweepPoint) -> str:
+    """A point's stdout line: the cheapest tier meeting the SLO; when no tier does, what
+    decided each failing tier, with the labels of ``capsim run``'s table
+    (``none (Streams fails: API; RPC fails: window (2/3), allowance*)``)."""
+    label = ", ".join(f"{k}={v}" for k, v in p.values.items()) or "scenario"
+    line = f"{label} [{p.variant}]: cheapest tier meeting the SLO: "
+    if p.cheapest_meeting_slo is not None:
+        return line + p.cheapest_meeting_slo
+    failing = [f"{t.tier} fails" + (f": {t.decided_by}" if t.decided_by else "")
+               for t in p.tiers if t.slo_met_fraction < 1]
+    return line + "none" + (f" ({'; '.join(failing)})" if failing else "")
+
+
+def decided_notes(doc: SweepDocument) -> list[str]:
+    """The notes under the stdout lines of :func:`point_line`: each label the points
+    where no tier meets the SLO use, and the assumption mark if one carries it."""
+    cells = [t.decided_by for p in doc.points if p.cheapest_meeting_slo is None
+             for t in p.tiers if t.decided_by]
+    labels = [part.split(" (")[0] for cell in cells for part in cell.split(", ")]
+    used = [c for c, text in LABELS.items() if any(lb.rstrip("*") == text for lb in labels)]
+    if not used:
+        return []
+    lines = [f"SLO: what decided a failing tier: {legend(used)}."]
+    if any(lb.endswith("*") for lb in labels):
+        lines.append(f"*: {ASSUMPTION_NOTE}.")
+    return lines
 
 
 def difference_lines(doc: SweepDocument) -> list[str]:

@@ -222,6 +222,24 @@ def _recommended_price(base: Baseline, now: Baseline, tolerance: float) -> Check
     return Check(None, *shown, change, tol, verdict, note)
 
 
+def _one_sided(tier: str, m: Metric, fa: Figure | None, fb: Figure | None,
+               tol: str) -> Check:
+    """A metric one side lacks, said as it is: a new metric the baseline was saved
+    before (``capsim baseline update`` records it), or one the new side no longer has."""
+    if fa is None and fb is None:
+        return Check(tier, m.name, m.label, _NOT_IN_BASELINE, _NOT_NOW, "n/a", tol,
+                     "unchanged", "in neither side")
+    if fa is None:
+        return Check(tier, m.name, m.label, _NOT_IN_BASELINE, _fmt_figure(fb, m), "n/a",
+                     tol, "unchanged", "new metric")
+    return Check(tier, m.name, m.label, _fmt_figure(fa, m), _NOT_NOW, "n/a", tol,
+                 "unchanged", "no longer recorded")
+
+
+_NOT_IN_BASELINE = "(not in the baseline)"
+_NOT_NOW = "(not recorded)"
+
+
 def _usd_change(a: float, b: float) -> str:
     d = b - a
     return "0" if d == 0 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}".replace(".00", "")
@@ -288,9 +306,7 @@ def compare(base: Baseline, now: Baseline, tolerances: dict[str, float], *,
             fa, fb = tb.metrics.get(m.name), tn.metrics.get(m.name)
             tol = tolerances.get(m.name, m.tolerance)
             if fa is None or fb is None:
-                checks.append(Check(tb.tier, m.name, m.label, _fmt_figure(fa, m),
-                                    _fmt_figure(fb, m), "n/a", m.describe_tolerance(tol),
-                                    "unchanged", "metric missing on one side"))
+                checks.append(_one_sided(tb.tier, m, fa, fb, m.describe_tolerance(tol)))
                 continue
             verdict, change, note = judge(m, fa, base.replications, fb, now.replications, tol)
             checks.append(Check(tb.tier, m.name, m.label, _fmt_figure(fa, m),

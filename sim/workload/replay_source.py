@@ -14,6 +14,7 @@ the report's notes, never dropped silently.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from ..core.errors import CapsimError
 from ..core.pseudonyms import pseudonym
 from ..core.rng import stream
 from ..core.vocabulary import APIS, SIZE_METHOD, Rng
+from .load import scale_scenario
 from .method_map import WILDCARD, check_targets, describe
 from .replay_scaling import replay_scaling, stacking_note
 
@@ -64,6 +66,9 @@ class TraceScan:
         self.other_rows = _Counts()  # the same, rows of other APIs but streams
         self.kept_rpc = _Counts()  # replayed rows (not streams, before the end) by method
         self.kept_other = _Counts()
+        # the same without a recorded cu: the rows that reserve their method's price
+        self.priced_rpc = _Counts()
+        self.priced_other = _Counts()
         self.keys = _Counts()
         self.regions = _Counts()
         self.n_ws = self.n_late = 0
@@ -94,6 +99,9 @@ class TraceScan:
             self.other_rows.add(method[other])
             self.kept_rpc.add(method[kept & is_rpc])
             self.kept_other.add(method[kept & other])
+            no_cu = np.isnan(ch["cu"])
+            self.priced_rpc.add(method[kept & is_rpc & no_cu])
+            self.priced_other.add(method[kept & other & no_cu])
             self.keys.add(ch["key"])
             self.regions.add(ch["region"][ch["region"] >= 0])
             names = self.stream.names["method"]
@@ -132,6 +140,40 @@ class TraceScan:
         """Methods of the rows replayed as HTTP requests (any time), by name."""
         return sorted({self.mapped(self.method_names[c]) for c, _ in self.rpc_rows.items()}
                       | {self.method_names[c] for c, _ in self.other_rows.items()})
+
+
+    def kept_methods(self) -> set[str]:
+        """Methods of the rows replayed before the scenario's end (RPC ones renamed)."""
+        return self._names(self.kept_rpc, self.kept_other)
+
+    def priced_methods(self) -> set[str]:
+        """Methods of replayed rows without a recorded cu: those reserve their method's
+        price (:meth:`TraceFeed.columns`); a row with one reserves what it recorded."""
+        return self._names(self.priced_rpc, self.priced_other)
+
+    def _names(self, rpc: _Counts, other: _Counts) -> set[str]:
+        return ({self.mapped(self.method_names[c]) for c, _ in rpc.items()}
+                | {self.method_names[c] for c, _ in other.items()})
+
+
+def methods_at_recorded_cu(loaded) -> set[str]:
+    """Methods only replayed rows send, each of them with a recorded cu: their rows
+    reserve what they recorded, so the method's price is never paid. Sizing always pays
+    the sizing prices; a method a synthetic source sends pays its price. One pass over
+    each trace (its :class:`TraceScan`, of the load-scaled scenario like the run's)."""
+    sc = scale_scenario(loaded.scenario)
+    traced = [(i, s) for i, s in enumerate(sc.sources) if s.trace is not None]
+    if not traced:
+        return set()
+    if sc is not loaded.scenario:
+        loaded = dataclasses.replace(loaded, scenario=sc)
+    replayed, priced = set(), set()
+    for i, src in traced:
+        scan = scan_source_trace(src, i, loaded)
+        replayed |= scan.kept_methods()
+        priced |= scan.priced_methods()
+    synthetic = {m for s in sc.sources if s.trace is None for m, w in s.mix.items() if w > 0}
+    return replayed - priced - synthetic - {SIZE_METHOD}
 
 
 class _Counts:

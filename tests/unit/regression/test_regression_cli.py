@@ -245,3 +245,23 @@ def test_the_content_hash_follows_what_the_user_wrote(tmp_path):
     assert scenario_hash(a) == scenario_hash(b)
     assert scenario_hash(a) != scenario_hash(a, ["sources[0].arrival.rate=20"])
     assert scenario_hash(a) != scenario_hash(a, tiers=["RPC"])
+
+
+def test_baseline_update_names_a_metric_the_baseline_lacks_a_new_metric(gate, tmp_path):
+    """A baseline saved before a metric existed (p50 latency taken out of RPC's figures):
+    the update says the figure was not in the baseline and is a new metric, not a
+    missing tier or an unmeasurable change."""
+    scenario = tmp_path / "gate.toml"
+    scenario.write_text(SCENARIO)
+    base = tmp_path / "gate.json"
+    cli("baseline", "save", scenario, "--out", base)
+    doc = json.loads(base.read_text())
+    rpc = next(t for t in doc["tiers"] if t["tier"] == "RPC")
+    del rpc["metrics"]["latency_p50_ms"]
+    base.write_text(json.dumps(doc))
+    r = cli("baseline", "update", base)
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if "RPC: p50 latency" in x)
+    assert line.startswith("  RPC: p50 latency (ms): (not in the baseline) → ")
+    assert line.endswith(" (new metric)")
+    assert "n/a" not in line and "1 figure(s) moved" in r.output
