@@ -476,15 +476,40 @@ def _stream_entries(path: str) -> Iterator[Any]:
         yield from ijson.items(fh, "log.entries.item", use_float=True)
 
 
-def _has_entries(path: str) -> bool:
-    """Whether the document has a ``log.entries`` array (read up to its start)."""
+MAX_DEPTH = 256
+"""Containers a HAR may nest (a HAR is a few levels deep; bodies are strings): a deeper
+document is refused before ijson's prefixed parsers read it, whose prefixes grow with the
+square of the depth (a 200 KB file nested 100,000 deep took 23 GB)."""
+
+
+def _has_entries(path: str, file: str | None = None) -> bool:
+    """Whether the document has a ``log.entries`` array; the whole file is read by
+    ijson's basic parser (memory flat in size and depth) and a document nested deeper
+    than :data:`MAX_DEPTH` is a :class:`CapsimError`."""
     import ijson
 
+    found = False
+    depth, key, opened = 0, None, []  # opened: (kind, key) of the containers down to 3
     with open(path, "rb") as fh:
-        for prefix, event, _ in ijson.parse(fh, use_float=True):
-            if prefix == "log.entries" and event == "start_array":
-                return True
-    return False
+        for event, value in ijson.basic_parse(fh, use_float=True):
+            if event == "map_key":
+                key = value
+            elif event in ("start_map", "start_array"):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise CapsimError(f"not a HAR file: JSON nested more than {MAX_DEPTH} "
+                                      "levels deep", file=file or path)
+                if depth <= 3:
+                    parent_is_map = bool(opened) and opened[-1][0] == "start_map"
+                    opened.append((event, key if parent_is_map else None))
+                    found = found or opened == [("start_map", None), ("start_map", "log"),
+                                                ("start_array", "entries")]
+                key = None
+            elif event in ("end_map", "end_array"):
+                if depth <= 3:
+                    opened.pop()
+                depth -= 1
+    return found
 
 
 def _first_pass(entries, registry: KeyRegistry, ctx: HarContext) -> None:
@@ -508,7 +533,7 @@ def read_har(path: str, file: str, problems: Problems, chunk_rows: int,
     whole = None
     ctx = HarContext(host_map or HostMap(), problems)
     try:
-        if not _has_entries(path):
+        if not _has_entries(path, file):
             raise CapsimError("not a HAR file: expected an array", file=file,
                               field="log.entries")
         _first_pass(_stream_entries(path), registry, ctx)

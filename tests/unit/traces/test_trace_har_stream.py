@@ -22,7 +22,7 @@ KEY = "3f9a2c71d04e4b8e9a6c15f2b7d08e43"
 
 def _whole(monkeypatch):
     """Make the streaming parser refuse every file, so each is read whole (json.load)."""
-    def refuse(path):
+    def refuse(path, file=None):
         raise ijson.JSONError("refused")
 
     monkeypatch.setattr(formats_har, "_has_entries", refuse)
@@ -160,3 +160,26 @@ def test_learning_skips_no_host_it_could_still_learn():
             every.setdefault(found[0], set()).add(found[1])
     assert ctx.learned == every == {"a.example": {"rpc", "search"},
                                     "b.example": {"search", "rpc"}}
+
+
+def test_a_document_nested_past_any_har_is_refused_in_flat_memory(tmp_path):
+    """A 'HAR' nested 100,000 arrays deep (a user's JSON-RPC body saved as .json): the
+    import is refused with one line naming the file, and never reaches ijson's prefixed
+    parser, whose prefixes grew with the square of the depth (23 GB, then the OOM killer).
+    A HAR is a handful of levels deep; the limit is MAX_DEPTH."""
+    import resource
+
+    depth = 100_000
+    path = tmp_path / "deep.json"
+    path.write_text('{"jsonrpc":"2.0","id":1,"params":' + "[" * depth + "]" * depth + "}")
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    vm_kb = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text()
+                 .splitlines() if line.startswith("VmSize:"))
+    # 2 GiB more than this process maps now: a MemoryError, not the machine's OOM killer
+    resource.setrlimit(resource.RLIMIT_AS, ((vm_kb << 10) + (2 << 30), hard))
+    try:
+        with pytest.raises(CapsimError, match="nested more than"):
+            formats_har._has_entries(str(path), "deep.json")
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert depth > formats_har.MAX_DEPTH
