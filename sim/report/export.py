@@ -81,6 +81,10 @@ def export_tables(report: str | Path, out: str | Path, *, force: bool = False) -
     if accounts := account_rows(summary):
         tables["accounts.csv"] = pd.DataFrame(accounts)
     out_dir = Path(out)
+    if out_dir.exists() and out_dir.resolve() == folder.resolve():
+        # the report folder stays as capsim run wrote it (its listing is the run's)
+        raise CapsimError("is the report folder itself; expected another folder for the "
+                          "CSV files", file=str(out_dir), field="--out")
     if out_dir.exists() and not out_dir.is_dir():
         raise CapsimError("is a file; expected a folder for the CSV files", file=str(out_dir),
                           field="--out")

@@ -105,3 +105,15 @@ def test_export_never_overwrites_a_users_file(tmp_path):
     done = CliRunner().invoke(main, ["export", str(rep), "--out", str(tmp_path / "csv")])
     assert done.exit_code == 2 and "not overwritten" in done.output
     assert (tmp_path / "csv" / "tiers.csv").read_text() == "my,own\n"
+
+
+def test_export_into_the_report_folder_itself_is_refused(tmp_path):
+    """``--out`` naming RUN_DIR would add CSV files to a report folder that its help
+    promises to leave as it is: a user's error, exit 2, and the folder unchanged."""
+    rep = tmp_path / "rep"
+    cli("run", "--set", "duration=30", "--tier", "RPC", "--records", "none", "--out", rep,
+        "-q")
+    before = sorted(p.name for p in rep.iterdir())
+    done = CliRunner().invoke(main, ["export", str(rep), "--out", str(rep)])
+    assert done.exit_code == 2 and "report folder itself" in done.output
+    assert sorted(p.name for p in rep.iterdir()) == before
