@@ -43,10 +43,11 @@ class ClientCost:
         delayed = ("" if self.delayed_share is None else
                    f"{self.delayed_share:.1%} of paced requests wait (mean "
                    f"{self.mean_delay_ms:,.0f} ms); ")
+        cached = (f"{self.dropped_share:.1%} fewer requests sent (cached); "
+                  if self.dropped_share else "")  # only a cache drops requests
         return (f"{ms(self.added_p50_ms)} p50, {ms(self.added_p99_ms)} p99; {delayed}"
                 f"{self.failure_rate:.2%} of requests fail ({self.added_failure_rate:+.2%}); "
-                f"{self.dropped_share:.1%} fewer requests sent (cached); "
-                f"{self.cu_per_day:,.0f} CU/day (was {self.base_cu_per_day:,.0f})")
+                f"{cached}{self.cu_per_day:,.0f} CU/day (was {self.base_cu_per_day:,.0f})")
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from ..core.errors import CapsimError
 from .options import handled
 
 
-def _refuse_existing(path: Path, option: str) -> None:
+def _refuse_existing(path: Path, option: str, what: str = "") -> None:
     if path.exists() or path.is_symlink():
-        raise CapsimError("exists, and capsim init never overwrites a file; nothing was "
-                          f"written. Choose another {option} name", file=str(path),
+        raise CapsimError(f"exists{what}, and capsim init never overwrites a file; nothing "
+                          f"was written. Choose another {option} name", file=str(path),
                           field=option)
 
 
@@ -59,7 +59,8 @@ def init(scenario: str, trace_file: str | None) -> None:
         from ..traces.importers import import_trace
 
         imported = out.with_suffix(".parquet")
-        _refuse_existing(imported, "SCENARIO")
+        _refuse_existing(imported, "SCENARIO",
+                         " (the imported trace goes there: SCENARIO's name with .parquet)")
         report = import_trace(trace, imported)
         click.echo(report.render())
         trace = imported
