@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..core.intervals import format_interval  # noqa: E402
 from ..core.version import __version__  # noqa: E402
 from ..core.vocabulary import WINDOW_S  # noqa: E402
 from ..report import html  # noqa: E402
@@ -242,7 +243,7 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
         elif p.how == "decisions":
             iv = f"{p.low:.6g} – {p.high:.6g}"
         elif p.how == "exact":
-            iv = f"± {p.std_error:.2g} (std. error)"
+            iv = f"± {format_interval(float(f'{p.std_error:.2g}'), digits=2)} (std. error)"
             if p.low is not None and p.high is not None:
                 iv += f"; decisions: {p.low:.6g} – {p.high:.6g}"
         elif p.how == "not identified":
