@@ -273,3 +273,11 @@ def test_calibrate_tells_its_progress_each_step_in_order(recorded_with_cu):
     told.clear()
     calibrate(path, TIER, pricing(), fit=("cu",), progress=told.append)
     assert "fitting the decisions" not in told and told == sorted(told, key=STEPS.index)
+
+
+def test_a_standard_error_is_never_in_exponent_notation():
+    from sim.calibration.report import _std_error
+
+    assert _std_error(4.6e-22, 2e-05) == "0"  # round-off of an exact fit
+    assert _std_error(3.04e-7, 2e-05) == "0.00000030"
+    assert _std_error(1_234_567.0, 5e7) == "1,200,000"
