@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import CapsimError
@@ -16,7 +17,9 @@ class Runner:
     """Runs (tier, overrides, replication) on the executor, once each, within budget."""
 
     def __init__(self, executor, text: str, label: str, overrides: tuple[str, ...],
-                 seed: int, budget: int, store: Path | None) -> None:
+                 seed: int, budget: int, store: Path | None,
+                 on_run: Callable[[int, int], None] | None = None) -> None:
+        self.on_run = on_run  # (runs spent, budget) after each run
         self.executor, self.text, self.label = executor, text, label
         self.overrides, self.seed, self.budget = overrides, seed, budget
         self.store = store
@@ -38,7 +41,7 @@ class Runner:
             kept = self._read(key)
             if kept is not None:
                 self.memo[key] = kept
-                self.runs += 1
+                self._spent()
                 continue
             if self.runs + len(todo) >= self.budget:
                 continue
@@ -51,9 +54,14 @@ class Runner:
         for spec, out in self.executor.as_completed(simulate, list(todo.values())):
             key = by_id[spec.run_id]
             self.memo[key] = RunSummary.from_json(out).tiers[0]
-            self.runs += 1
+            self._spent()
             self._write(key, out)
         return [self.memo.get(k) for k in wanted]
+
+    def _spent(self) -> None:
+        self.runs += 1
+        if self.on_run is not None:
+            self.on_run(self.runs, self.budget)
 
     def _id(self, key) -> str:
         text = json.dumps([key[0], list(self.overrides), list(key[1]), key[2], self.seed,

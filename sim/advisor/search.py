@@ -112,14 +112,16 @@ class Search:
 def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
            replications: int = 3, budget: int = 400, tolerance: float = 0.02,
            executor=None, store: str | Path | None = None,
-           progress: Callable[[str], None] | None = None) -> Advice:
+           progress: Callable[[str], None] | None = None,
+           on_run: Callable[[int, int], None] | None = None) -> Advice:
     """The advice for ``scenario`` (a path, or None for the built-in default).
 
     ``tiers`` limits the tiers simulated (the recommended one among them);
     ``overrides`` are ``--set`` values applied to every run; ``replications`` (1 to
     1,000) verify a change found; ``budget`` bounds the model runs; ``executor`` is a
     :class:`sim.jobs.executors.Executor` (default: this process); ``store`` a folder
-    keeping each run's summary, so that a second call resumes."""
+    keeping each run's summary, so that a second call resumes. ``progress(line)`` is
+    told each setting tried; ``on_run(runs, budget)`` each model run spent."""
     from ..api import load_scenario
     from ..jobs.executors import SequentialExecutor
     from ..jobs.sweep_plan import scenario_source
@@ -137,7 +139,7 @@ def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),
 
         claim_folder(store)
     runner = Runner(executor or SequentialExecutor(), text, label, tuple(overrides),
-                     sc.seed, budget, Path(store) if store is not None else None)
+                     sc.seed, budget, Path(store) if store is not None else None, on_run)
     say = progress or (lambda _line: None)
     base = runner.run([(t.name, (), 0) for t in loaded.tiers])
     if any(b is None for b in base):

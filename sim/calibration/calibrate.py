@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -283,19 +284,27 @@ def _judge(verdict: str, after: Prediction, dropped: list[DroppedRow],
     return "does not fit"
 
 
+STEPS = ("reading the trace", "replaying with the given prices", "fitting the bill",
+         "fitting the decisions", "replaying with the fitted prices")
+"""The steps of :func:`calibrate`, in order (fitting the decisions only with that fit)."""
+
+
 def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricing: Pricing,
               *, limiter_settings: LimiterSettings | None = None,
               fit: tuple[str, ...] = FITS, accounts: list[Account] | None = None,
-              client_times: bool = False, delay_s: tuple[float, float] | None = None
-              ) -> Calibration:
+              client_times: bool = False, delay_s: tuple[float, float] | None = None,
+              progress: Callable[[str], None] | None = None) -> Calibration:
     """Calibrate ``pricing``, the window phase and the refund rule on ``trace`` for
     ``tier`` (module doc); ``accounts``: the trace mixes these accounts' keys, each
     calibrated on its own budget (its tier's; ``tier`` is then unused) with one price
     list identified from every account's decisions jointly (:mod:`.accounts`);
     ``client_times``: the trace's times are the client's send times (:mod:`.client`),
     the network delay each way within ``delay_s`` (seconds; None: bounded by each row's
-    recorded latency)."""
+    recorded latency). ``progress(step)`` is told each step as it starts (one of
+    :data:`STEPS`)."""
+    step = progress or (lambda _name: None)
     settings = limiter_settings or LimiterSettings()
+    step(STEPS[0])
     rec = load_recorded(trace)
     _require_compared_rows(rec, trace)
     dup = _duplicates(rec)
@@ -326,6 +335,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
     def predict_at(th: np.ndarray, st: LimiterSettings) -> Prediction:
         return predict_recorded(rec_replay, model, th, tier, pricing, st, accounts, acct)
 
+    step(STEPS[1])
     before = predict_at(theta0, settings)
     notes: list[str] = []
     if duplicates:
@@ -355,6 +365,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
                      "them, so no price was fitted to them")
 
     theta = theta0.copy()
+    step(STEPS[2])
     exact = fit_exact(rec, model) if "cu" in fit else None
     phase = phase_from_retry_after(rec) if "phase" in fit else None
     lo, hi = _price_bounds(model, exact)
@@ -386,6 +397,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
 
         kw = dict(arc=arc, rules=rules, ratios=ratios, fixed_phase=fixed, prefer=theta0,
                   predict=predict)
+        step(STEPS[3])
         ident = identify(ev, budget, scale, lo, hi, **kw)
         if ident is None and exact is not None:
             notes.append("no price fits the decisions with the bill's least-squares prices "
@@ -459,6 +471,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
     if not thr_total:
         notes.append("no throttle was observed: the decisions only bound the prices from "
                      "above (any price up to the bound fits)")
+    step(STEPS[4])
     after = predict_at(theta, settings)
     if client_times:
         notes.append(client_note(delay_s))

@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..core.intervals import format_interval  # noqa: E402
 from ..core.version import __version__  # noqa: E402
 from ..core.vocabulary import WINDOW_S  # noqa: E402
 from ..report import html  # noqa: E402
@@ -242,7 +243,7 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
         elif p.how == "decisions":
             iv = f"{p.low:.6g} – {p.high:.6g}"
         elif p.how == "exact":
-            iv = f"± {p.std_error:.2g} (std. error)"
+            iv = f"± {_std_error(p.std_error, p.value)} (std. error)"
             if p.low is not None and p.high is not None:
                 iv += f"; decisions: {p.low:.6g} – {p.high:.6g}"
         elif p.how == "not identified":
@@ -306,3 +307,11 @@ def write_calibration(cal: Calibration, out_dir: str | Path, trace_name: str,
         (folder / "report.html").write_text(html.render(md, folder), encoding="utf-8")
 
     return write_folder(out_dir, fill, "calibration", folder)
+
+
+def _std_error(se: float, value: float) -> str:
+    """A standard error to two significant figures, never in exponent notation; one
+    within round-off of an exact fit (a billion times smaller than the value) is 0."""
+    if se <= 1e-9 * abs(value):
+        return "0"
+    return format_interval(float(f"{se:.2g}"), digits=2)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
@@ -30,7 +29,8 @@ from .sweep import _calibrated, _set_option, executor_options
                    "report.md and advice.png there; the same command again resumes.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout (for scripts).")
 @click.option("--quiet", "-q", is_flag=True,
-              help="No progress (on a terminal, one line per setting tried on stderr).")
+              help="No progress (on a terminal: a bar of the model runs and one line per "
+                   "setting tried, on stderr).")
 @executor_options
 @_set_option
 def advise(scenario, tiers, replications, budget, tolerance, out, as_json, quiet, jobs,
@@ -48,17 +48,20 @@ def advise(scenario, tiers, replications, budget, tolerance, out, as_json, quiet
     from ..api import load_scenario
     from ..jobs.executors import make_executor
     from ..workload.size_estimate import check
+    from .progress import Progress, shown
 
     calibrated = _calibrated(calibration, overrides)
     for w in check(load_scenario(scenario, tiers=list(tiers), overrides=calibrated),
                    jobs=jobs)[1]:
         click.echo(f"capsim: warning: {w}", err=True)
-    with make_executor(jobs, dask_scheduler, dask_local) as executor:
+    with make_executor(jobs, dask_scheduler, dask_local) as executor, \
+            Progress("model runs", budget, "runs", quiet=quiet) as bar:
         found = find_advice(scenario, tiers=list(tiers), overrides=calibrated,
                             replications=replications, budget=budget, tolerance=tolerance,
                             executor=executor, store=out,
-                            progress=None if quiet or not sys.stderr.isatty()
-                            else lambda line: click.echo(line, err=True))
+                            progress=bar.write if shown(quiet) else None,
+                            on_run=lambda runs, _budget: bar.to(runs))
+        bar.to(found.runs, found.runs)  # the budget is a bound: the search ends sooner
     if out:
         from ..advisor.report import write_advice
 

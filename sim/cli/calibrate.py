@@ -68,16 +68,20 @@ def _pricing(path: str | None) -> Pricing:
               help="Folder to write (replaced whole, atomically): calibration.json, "
                    "pricing.toml, report.md, report.html, timeline.png. Must be missing, "
                    "empty or a calibration folder holding only what capsim wrote.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar (shown on a terminal only, on stderr).")
 def calibrate_command(trace: str, tier_name: str | None, accounts_file: str | None,
                       client_times: bool, delay_ms: str | None, fits: tuple[str, ...],
-                      pricing_file: str | None, out_dir: str) -> None:
+                      pricing_file: str | None, out_dir: str, quiet: bool) -> None:
     """Replay TRACE (a canonical trace from `capsim trace import`) as recorded against
     the tier, set each attempt's predicted outcome beside the observed one, estimate the
     window phase and fit the prices; write the calibration folder."""
     from ..calibration import FITS, calibrate
+    from ..calibration.calibrate import STEPS
     from ..calibration.report import write_calibration
     from ..report.folder import ReportFolder
     from ..traces.schema import open_trace
+    from .progress import Progress
 
     ReportFolder(out_dir, "calibration").check()  # a folder not ours: refused first
     accounts = None
@@ -99,9 +103,12 @@ def calibrate_command(trace: str, tier_name: str | None, accounts_file: str | No
     open_trace(trace).close()  # a wrong TRACE is refused before anything is created
     # Claimed and locked before the work, not at write time: a second calibration into
     # the same folder stops at once instead of running to the end and replacing this one.
-    with ReportFolder(out_dir, "calibration") as folder:
+    with ReportFolder(out_dir, "calibration") as folder, \
+            Progress("calibrating", len(STEPS), "steps", quiet=quiet) as bar:
         cal = calibrate(trace, tier, pricing, fit=fits or FITS, accounts=accounts,
-                        client_times=client_times, delay_s=delay_s)
+                        client_times=client_times, delay_s=delay_s,
+                        progress=lambda name: bar.to(STEPS.index(name), note=name))
+        bar.to(len(STEPS), note="done")
         out = write_calibration(cal, out_dir, Path(trace).name, folder)
     click.echo(f"agreement {100 * cal.before.agreement:.2f} % before, "
                f"{100 * cal.after.agreement:.2f} % after ({cal.after.n_compared:,} attempts "

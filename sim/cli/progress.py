@@ -1,5 +1,5 @@
 """The one progress display of every long command (run, --replications, --robust,
---headroom, sweep, headroom, baseline, check, calibrate): a tqdm bar on stderr.
+--headroom, sweep, headroom, baseline, check, calibrate, advise): a tqdm bar on stderr.
 
 Shown only when stderr is a terminal and the command was not given ``-q``: piped or
 captured output (CI logs, scripts, tests) gets no progress at all, and stdout is never
@@ -42,6 +42,7 @@ class Progress:
     def __init__(self, what: str, total: float | None, unit: str, *, quiet: bool = False,
                  file: IO[str] | None = None) -> None:
         stream = sys.stderr if file is None else file
+        self.stream = stream
         sized = _columns(stream) > 0  # a terminal of unknown size (0 columns): 100 wide
         self.bar = tqdm(total=total, desc=what, unit=unit, file=stream,
                         disable=not shown(quiet, stream), dynamic_ncols=sized,
@@ -50,10 +51,13 @@ class Progress:
                         bar_format=BAR_FORMAT if total is not None else COUNT_FORMAT,
                         mininterval=0.2)
 
-    def to(self, done: float, total: float | None = None) -> None:
-        """``done`` steps of ``total`` (when the total is only known now) are done."""
+    def to(self, done: float, total: float | None = None, note: str | None = None) -> None:
+        """``done`` steps of ``total`` (when the total is only known now) are done;
+        ``note`` (what is under way) is shown after the bar."""
         if total is not None and total != self.bar.total:
             self.bar.total = total
+        if note is not None:
+            self.bar.set_postfix_str(note, refresh=done == self.bar.n)
         if done != self.bar.n:
             self.bar.n = done
             self.bar.refresh()
@@ -63,6 +67,12 @@ class Progress:
         if note is not None:
             self.bar.set_postfix_str(note, refresh=False)
         self.bar.update(1)
+
+    def write(self, line: str) -> None:
+        """Print ``line`` above the bar (on its stream), leaving the bar below it;
+        nothing when the bar is not shown."""
+        if not self.bar.disable:
+            self.bar.write(line, file=self.stream)
 
     def close(self) -> None:
         """Leave the bar's last state on its line."""

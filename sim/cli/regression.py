@@ -229,27 +229,23 @@ def check(scenario, baseline_file, replications, overrides, jobs, tolerance_item
     Replays the baseline's --set overrides and tier selection; tolerances come from the
     catalogue, then the scenario's [check.tolerance] table, then --tolerance.
     """
-    from ..api import load_scenario
-    from ..regression.baseline import load_baseline
-    from ..regression.compare import compare
-    from ..regression.settings import tolerances
+    from contextlib import ExitStack
+
+    from ..regression.library import check as check_scenario
+    from .progress import Progress
 
     cli_tols = _cli_tolerances(tolerance_items)
     _claim_outputs(markdown, junit, comment, force)
-    plain = load_scenario(scenario)
-    path = Path(baseline_file) if baseline_file else BASELINE_DIR / f"{plain.scenario.name}.json"
-    base = load_baseline(path)
-    if base.scenario != plain.scenario.name:
-        raise CapsimError(f"the baseline is of scenario {base.scenario!r}, not "
-                          f"{plain.scenario.name!r} ({scenario}): another scenario's "
-                          "baseline", file=str(path), field="scenario")
-    all_overrides = [*base.overrides, *overrides]
-    reps = replications or base.replications
-    _check_size(load_scenario(scenario, tiers=list(base.tier_selection),
-                              overrides=all_overrides), jobs)
-    loaded, now = _snapshot(scenario, all_overrides, list(base.tier_selection), reps, jobs)
-    tols = tolerances(loaded.scenario.check, cli_tols)
-    cmp = compare(base, now, tols, base_label=str(path), now_label=scenario)
+    with ExitStack() as stack:
+        bars: list[Progress] = []
+
+        def start(loaded, reps: int) -> None:
+            _check_size(loaded, jobs)
+            bars.append(stack.enter_context(Progress("replications", reps, "done")))
+
+        cmp = check_scenario(scenario, baseline=baseline_file, overrides=overrides,
+                             replications=replications, jobs=jobs, tolerances=cli_tols,
+                             on_start=start, on_done=lambda r, summary: bars[0].step())
     _report(cmp, markdown, junit, comment, comment_only_on_change)
 
 

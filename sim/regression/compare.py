@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.errors import CapsimError
+from ..core.intervals import format_interval
 from ..results.catalogue import METHOD_CU_PER_DAY, METRICS, RECOMMENDED_MONTHLY_USD, Metric
 from .baseline import Baseline, Figure
 from .fingerprint import input_changes
@@ -125,7 +126,8 @@ def _fmt_half(half: float, metric: Metric) -> str:
         return f"{half:.4f}"
     if metric.unit == "s":
         return f"{half / 3600:.2f} h"
-    text = f"{float(f'{half:.2g}'):,.6g}"
+    # Never in exponent notation (a CU half-width of 1.2e+06 reads 1,200,000).
+    text = format_interval(float(f"{half:.2g}"), digits=2)
     return "$" + text if metric.unit == "USD" else text
 
 

@@ -5,8 +5,9 @@ as its baseline was run, compare), returning the typed
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import CapsimError
 from .compare import Comparison
@@ -17,20 +18,32 @@ BASELINE_DIR = Path("reports/baselines")
 
 def check(scenario: str | Path, *, baseline: str | Path | None = None,
           overrides: Iterable[str] = (), replications: int | None = None, jobs: int = 1,
-          tolerances: Mapping[str, float] | None = None) -> Comparison:
+          tolerances: Mapping[str, float] | None = None,
+          on_start: Callable[[Any, int], None] | None = None,
+          on_done: Callable[[int, Any], None] | None = None) -> Comparison:
     """Run ``scenario`` as its ``baseline`` (default ``reports/baselines/<name>.json``)
     was run -- its overrides, tiers and replications, then ``overrides`` on top -- and
     compare. ``tolerances`` override metrics' tolerances (``{"throttle_rate": 0.01}``,
     as ``--tolerance``) over the catalogue's and the scenario's ``[check.tolerance]``.
+    ``on_start(loaded, replications)`` is called once the scenario is loaded, before
+    any replication runs (``capsim check``: its size guard and progress bar);
+    ``on_done(replication, summary)`` after each replication.
     ``result.exit_code`` is the command's: 0 nothing regressed, 1 a regression;
     ``result.regressions`` / ``improvements`` / ``checks`` hold the verdicts."""
     from ..api import load_scenario
     from ..jobs.replicate import replicate
     from .baseline import Baseline, load_baseline, scenario_hash
     from .compare import compare
+    from .fingerprint import fingerprint
     from .settings import tolerances as effective_tolerances
 
     scenario = str(scenario)
+    given = dict(tolerances or {})
+    known = effective_tolerances()
+    for name in given:
+        if name not in known:
+            raise CapsimError(f"unknown metric {name!r}; expected one of "
+                              f"{', '.join(sorted(known))}", field="tolerances")
     plain = load_scenario(scenario)
     path = Path(baseline) if baseline is not None else (
         BASELINE_DIR / f"{plain.scenario.name}.json")
@@ -43,15 +56,12 @@ def check(scenario: str | Path, *, baseline: str | Path | None = None,
     tiers = list(base.tier_selection)
     reps = replications or base.replications
     loaded = load_scenario(scenario, tiers=tiers, overrides=all_overrides)
-    summaries = replicate(loaded, replications=reps, jobs=jobs)
+    if on_start is not None:
+        on_start(loaded, reps)
+    summaries = replicate(loaded, replications=reps, jobs=jobs, on_done=on_done)
+    digest = scenario_hash(scenario, all_overrides, tiers)
     now = Baseline.from_summaries(
-        summaries, content_hash=scenario_hash(scenario, all_overrides, tiers),
-        scenario_file=scenario, overrides=all_overrides, tier_selection=tiers)
-    given = dict(tolerances or {})
-    known = effective_tolerances()
-    for name in given:
-        if name not in known:
-            raise CapsimError(f"unknown metric {name!r}; expected one of "
-                              f"{', '.join(sorted(known))}", field="tolerances")
+        summaries, content_hash=digest, scenario_file=scenario, overrides=all_overrides,
+        tier_selection=tiers, inputs=fingerprint(loaded, digest))
     tols = effective_tolerances(loaded.scenario.check, given)
     return compare(base, now, tols, base_label=str(path), now_label=scenario)

@@ -87,3 +87,12 @@ def test_the_command_prints_json_for_scripts():
 def test_a_zero_budget_is_a_usage_error():
     got = CliRunner().invoke(main, ["advise", "--budget", "0"])
     assert got.exit_code == 2
+
+
+def test_on_run_counts_every_model_run_against_the_budget():
+    told: list[tuple[int, int]] = []
+    advice = sim.advise(None, overrides=SHORT, replications=1, budget=12,
+                        on_run=lambda runs, budget: told.append((runs, budget)))
+    # one call per run spent, counting 1, 2, ... up to the runs the advice reports
+    assert [r for r, _ in told] == list(range(1, advice.runs + 1))
+    assert {b for _, b in told} == {12} and advice.runs <= 12

@@ -260,3 +260,24 @@ def test_does_not_fit_when_more_than_5_percent_is_left_out(left_out, verdict):
     assert _judge("fitted", pred, dropped, notes) == verdict
     assert bool(notes) == (verdict == "does not fit")
     assert all("more than 5 %" in n and "several accounts" in n for n in notes)
+
+
+def test_calibrate_tells_its_progress_each_step_in_order(recorded_with_cu):
+    from sim.calibration.calibrate import STEPS
+
+    _, _, path = recorded_with_cu
+    told: list[str] = []
+    calibrate(path, TIER, pricing(), progress=told.append)
+    # every fit asked for (the default: all three): all five steps, once each, in order
+    assert told == list(STEPS)
+    told.clear()
+    calibrate(path, TIER, pricing(), fit=("cu",), progress=told.append)
+    assert "fitting the decisions" not in told and told == sorted(told, key=STEPS.index)
+
+
+def test_a_standard_error_is_never_in_exponent_notation():
+    from sim.calibration.report import _std_error
+
+    assert _std_error(4.6e-22, 2e-05) == "0"  # round-off of an exact fit
+    assert _std_error(3.04e-7, 2e-05) == "0.00000030"
+    assert _std_error(1_234_567.0, 5e7) == "1,200,000"

@@ -60,3 +60,16 @@ def test_a_captured_run_prints_no_progress(tmp_path):
                                      "--replications", "2", "--out", str(tmp_path / "r")])
     assert done.exit_code == 0, done.output
     assert "simulating" not in done.output and "replication" not in done.stderr
+
+
+def test_lines_written_above_the_bar_and_a_note_after_it():
+    term = Terminal()
+    with Progress("calibrating", 5, "steps", file=term) as bar:
+        bar.to(1, note="fitting the bill")
+        bar.write("advise: 3 tiers simulated")
+    out = term.getvalue()
+    assert "advise: 3 tiers simulated\n" in out and "fitting the bill" in out
+    quiet = io.StringIO()
+    with Progress("calibrating", 5, "steps", file=quiet) as bar:
+        bar.to(1, note="x")
+    assert quiet.getvalue() == ""
