@@ -161,6 +161,12 @@ def report_errors() -> Iterator[None]:
         raise click.exceptions.Exit(USAGE_EXIT_CODE) from None
 
 
+quiet_option = click.option(
+    "--quiet", "-q", is_flag=True,
+    help="No progress bar (it is shown only on a terminal anyway); the results are printed.")
+"""``-q``: the one progress display (sim/cli/progress.py) stays off."""
+
+
 def handled(command: click.Command) -> click.Command:
     """``command`` reporting errors as :func:`report_errors` when invoked on its own."""
     invoke = command.invoke

@@ -15,12 +15,13 @@ from ..core.errors import CapsimError
 from ..core.limits import MAX_REPLICATIONS
 from ..core.outputs import check_writable, claim_output, write_text_output
 from ..regression.step_summary import append_step_summary, check_step_summary
-from .options import force_option, jobs_option, set_option, tier_option
+from .options import force_option, jobs_option, quiet_option, set_option, tier_option
 
 BASELINE_DIR = Path("reports/baselines")
 
 
-def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: int):
+def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: int,
+               quiet: bool = False):
     """Run the replications (progress on a terminal); return (loaded, summaries, hash)."""
     from ..api import load_scenario
     from ..jobs.replicate import replicate
@@ -28,17 +29,18 @@ def _replicate(scenario: str | None, overrides, tiers, replications: int, jobs: 
     from .progress import Progress
 
     loaded = load_scenario(scenario, tiers=tiers, overrides=overrides)
-    with Progress("replications", replications, "done") as bar:
+    with Progress("replications", replications, "done", quiet=quiet) as bar:
         summaries = replicate(loaded, replications=replications, jobs=jobs,
                               on_done=lambda r, summary: bar.step())
     return loaded, summaries, scenario_hash(scenario, overrides, tiers)
 
 
-def _snapshot(scenario, overrides, tiers, replications, jobs):
+def _snapshot(scenario, overrides, tiers, replications, jobs, quiet: bool = False):
     from ..regression.baseline import Baseline
     from ..regression.fingerprint import fingerprint
 
-    loaded, summaries, digest = _replicate(scenario, overrides, tiers, replications, jobs)
+    loaded, summaries, digest = _replicate(scenario, overrides, tiers, replications, jobs,
+                                           quiet)
     return loaded, Baseline.from_summaries(
         summaries, content_hash=digest, scenario_file=scenario or "<built-in default>",
         overrides=overrides, tier_selection=tiers, inputs=fingerprint(loaded, digest))
@@ -68,7 +70,8 @@ def baseline():
             "and replayed by check.")
 @jobs_option()
 @force_option
-def save(scenario, tiers, replications, out, overrides, jobs, force):
+@quiet_option
+def save(scenario, tiers, replications, out, overrides, jobs, force, quiet):
     """Run SCENARIO and write its baseline (headline figures per tier, provenance)."""
     from ..api import load_scenario
     from ..regression.baseline import save_baseline
@@ -79,7 +82,7 @@ def save(scenario, tiers, replications, out, overrides, jobs, force):
     check_writable(target, "--out")
     _check_size(probe, jobs)
     reps = _replications(replications, probe.scenario.check)
-    _, snap = _snapshot(scenario, list(overrides), list(tiers), reps, jobs)
+    _, snap = _snapshot(scenario, list(overrides), list(tiers), reps, jobs, quiet)
     path = save_baseline(snap, target, option="--out")
     click.echo(f"baseline: {path} ({len(snap.tiers)} tier(s), {reps} replication(s), "
                f"recommended tier: {snap.recommended.tier or 'none'})")
@@ -90,7 +93,8 @@ def save(scenario, tiers, replications, out, overrides, jobs, force):
 @click.option("--replications", type=click.IntRange(1, MAX_REPLICATIONS), default=None,
               help="Replications (default: as recorded in each baseline).")
 @jobs_option()
-def update(targets, replications, jobs):
+@quiet_option
+def update(targets, replications, jobs, quiet):
     """Rerun and rewrite baselines after an accepted change, and print what moved.
 
     TARGETS are baseline files (reports/baselines/*.json: each reruns the scenario file,
@@ -114,7 +118,7 @@ def update(targets, replications, jobs):
         tiers = list(old.tier_selection) if old else []
         reps = replications or (old.replications if old else 1)
         _check_size(load_scenario(scenario, tiers=tiers, overrides=overrides), jobs)
-        loaded, snap = _snapshot(scenario, overrides, tiers, reps, jobs)
+        loaded, snap = _snapshot(scenario, overrides, tiers, reps, jobs, quiet)
         if old is not None and old.scenario != snap.scenario:
             raise CapsimError(f"the baseline is of scenario {old.scenario!r} but "
                               f"{scenario} is {snap.scenario!r}", file=str(path))
@@ -222,8 +226,9 @@ def _cli_tolerances(items) -> dict[str, float]:
             "recorded ones (a what-if).")
 @jobs_option()
 @output_options
+@quiet_option
 def check(scenario, baseline_file, replications, overrides, jobs, tolerance_items,
-          markdown, junit, comment, comment_only_on_change, force):
+          markdown, junit, comment, comment_only_on_change, force, quiet):
     """Run SCENARIO as its baseline was run and compare: exit 1 on a regression.
 
     Replays the baseline's --set overrides and tier selection; tolerances come from the
@@ -241,7 +246,8 @@ def check(scenario, baseline_file, replications, overrides, jobs, tolerance_item
 
         def start(loaded, reps: int) -> None:
             _check_size(loaded, jobs)
-            bars.append(stack.enter_context(Progress("replications", reps, "done")))
+            bars.append(stack.enter_context(Progress("replications", reps, "done",
+                                                     quiet=quiet)))
 
         cmp = check_scenario(scenario, baseline=baseline_file, overrides=overrides,
                              replications=replications, jobs=jobs, tolerances=cli_tols,

@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from ..core.limits import MAX_LOAD_MULTIPLE, MAX_REPLICATIONS, MIN_RELATIVE_TOLERANCE
-from .options import FiniteFloatRange, dask_options, jobs_option, set_option, tier_option
+from .options import (
+    FiniteFloatRange,
+    dask_options,
+    jobs_option,
+    quiet_option,
+    set_option,
+    tier_option,
+)
 
 
 def executor_options(f):
@@ -53,8 +60,9 @@ def _calibrated(calibration: str | None, overrides: tuple[str, ...]) -> list[str
 @click.option("--no-variants", is_flag=True, help="Ignore the scenario's [[variants]].")
 @executor_options
 @_set_option
+@quiet_option
 def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, jobs,
-          dask_scheduler, dask_local, calibration, overrides):
+          dask_scheduler, dask_local, calibration, overrides, quiet):
     """Run SCENARIO over a grid of values (--vary), its [[variants]] and replications.
 
     SCENARIO defaults to the built-in one, as for capsim run.
@@ -76,7 +84,7 @@ def sweep(scenario, vary, replications, tiers, out, keep_records, no_variants, j
     _check_sizes({(r.point, r.variant): r for r in plan.runs}.values(), jobs)
     out_dir = Path(out) if out else Path("reports") / f"{plan.scenario_name}-sweep"
     with make_executor(jobs, dask_scheduler, dask_local) as executor, \
-            Progress("sweep", len(plan.runs), "runs") as bar:
+            Progress("sweep", len(plan.runs), "runs", quiet=quiet) as bar:
         result = run_sweep(plan, out_dir, executor, keep_records=keep_records,
                            progress=bar.to,
                            notice=lambda m: click.echo(f"capsim: warning: {m}", err=True))

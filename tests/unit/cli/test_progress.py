@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from types import SimpleNamespace
 
+import pytest
 from click.testing import CliRunner
 
 from sim.cli.main import main
@@ -73,3 +74,17 @@ def test_lines_written_above_the_bar_and_a_note_after_it():
     with Progress("calibrating", 5, "steps", file=quiet) as bar:
         bar.to(1, note="x")
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("command", [
+    ["run"], ["sweep"], ["headroom"], ["calibrate"], ["advise"], ["baseline", "save"],
+    ["baseline", "update"], ["check"]])
+def test_every_long_command_takes_q(command):
+    """Issue 35: the one progress display of every long command is off with -q (a
+    command without the option refused `-q` with exit 2)."""
+    from click.testing import CliRunner
+
+    from sim.cli.main import main
+
+    done = CliRunner().invoke(main, [*command, "--help"])
+    assert done.exit_code == 0 and "-q, --quiet" in done.output
