@@ -8,12 +8,11 @@ it covers, to learn whether numba loads; :func:`tier_run_class` when it is chose
 from __future__ import annotations
 
 import importlib.util
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..config.resolved import LoadedScenario
 from ..core.errors import CapsimError
+from .cache_dir import numba_cache_dir  # noqa: F401  (re-exported: part of the choice)
 
 ENGINES = ("auto", "simpy", "compiled")
 #: The largest open rate the compiled engine keeps a ring of opens for.
@@ -43,16 +42,6 @@ def uncovered(loaded: LoadedScenario) -> list[str]:
 def numba_available() -> bool:
     """Whether numba can be found (without importing it)."""
     return importlib.util.find_spec("numba") is not None
-
-
-def numba_cache_dir() -> str:
-    """Where numba caches the compiled engine: ``$NUMBA_CACHE_DIR`` if set, else
-    ``capsim/numba`` in the user's cache folder (``$XDG_CACHE_HOME``, else ``~/.cache``):
-    a folder the user can write, shared by every worker process (they inherit it)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return os.environ["NUMBA_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return str(Path(base) / "capsim" / "numba")
 
 
 def _numba_problem() -> str | None:

@@ -2,7 +2,7 @@
 
 numba caches compiled functions next to their source by default, which an installed
 package's folder may not allow; the cache
-(:func:`~sim.compiled.choice.numba_cache_dir`) is ``$NUMBA_CACHE_DIR`` if set, else
+(:func:`~sim.compiled.cache_dir.numba_cache_dir`) is ``$NUMBA_CACHE_DIR`` if set, else
 ``capsim/numba`` under the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``), set
 before numba is imported so that every worker process of a run shares it.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .choice import numba_cache_dir
+from .cache_dir import numba_cache_dir
 
 os.environ.setdefault("NUMBA_CACHE_DIR", numba_cache_dir())
 
