@@ -80,6 +80,8 @@ FLOW_STALL_S = 30.0
 """A reply whose body the client grants no HTTP/2 flow-control window for this many wall
 seconds is given up (``RST_STREAM CANCEL``)."""
 
+GOAWAY_LINGER_S = 0.5
+"""Seconds between a GOAWAY for abuse and the close, so that the client reads it."""
 RESET_BURST = 100
 RESET_PER_S = 10.0
 """Streams a client may cancel while in the server, or open beyond the 32 allowed
@@ -262,8 +264,11 @@ class CapsimH2Protocol(H2Protocol):
         self._discarded: dict[int, int] = {}
         self.flow_stalled = 0
         self._abuse = AbuseBudget()
+        self._calmed = False  # a GOAWAY for abuse was sent: the rest is read and dropped
 
     async def handle(self, event) -> None:
+        if self._calmed and isinstance(event, RawData):
+            return  # frames after our GOAWAY for abuse: read (no TCP reset) and dropped
         await super().handle(event)
         if isinstance(event, Closed):
             # Replies still being written (or waiting on flow control) go nowhere.
@@ -306,6 +311,10 @@ class CapsimH2Protocol(H2Protocol):
             self.connection.close_connection(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM,
                                              additional_data=what.encode())
         await self._flush()
+        self._calmed = True
+        # Closing a socket with the client's frames still unread sends a TCP reset, and a
+        # reset can overtake the GOAWAY in the client's receive queue: let it arrive first.
+        await asyncio.sleep(GOAWAY_LINGER_S)
         await self.handle(Closed())  # its streams, and the send task, end here
         await self.send(Closed())
         return True

@@ -116,14 +116,26 @@ def test_rapid_reset_is_bounded_by_the_stream_limit_then_goaway(tmp_path, caplog
                                       "svc_slow", streams=400, limit_s=10)
         admitted = sum(lim.window_stats().admitted)
         return got, admitted
-    with running_server(tmp_path, SLOW_METHOD, "Advanced bundle", 100.0) as server:
-        got, admitted = asyncio.run(go(server))
     # Cancelled requests in their service time still hold their streams: at most 32
     # are ever in the server for this connection; one cancelled before it was decided
-    # is not served; past the budget the connection is told to calm down.
-    assert admitted <= misbehave.STREAMS_PER_CONNECTION
-    assert got["answered"] == 0
-    assert got["goaway"] == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM
+    # is not served; past the budget the connection is told to calm down. The GOAWAY
+    # can still be lost on the wire (the client keeps writing after the server closed:
+    # the server's TCP reset may discard it from the client's receive queue, 2 in 11
+    # tries on this machine), so it must be seen in one of three connections; the
+    # bounds must hold in every one.
+    goaways = []
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        with running_server(tmp_path / str(attempt), SLOW_METHOD, "Advanced bundle",
+                            100.0) as server:
+            got, admitted = asyncio.run(go(server))
+        assert admitted <= misbehave.STREAMS_PER_CONNECTION
+        assert got["answered"] == 0
+        goaways.append(got["goaway"])
+        if got["goaway"] is not None:
+            break
+    assert h2.errors.ErrorCodes.ENHANCE_YOUR_CALM in goaways
+    assert set(goaways) <= {h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, None}
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
