@@ -28,9 +28,7 @@ from ..model.engine import (
     ConnectionsResult,
     TierResult,
     TierRun,
-    _earliest,
-    _sum_daily,
-    combined_windows,
+    tier_result,
 )
 from ..policy.limiter import CULimiter, WindowStats
 from ..policy.retry import _BLOCK as JITTER_BLOCK
@@ -360,18 +358,6 @@ class CompiledTierRun(TierRun):
                 lim.daily_allowance_cu,
                 ConnectionsResult(int(ai[po.AI_OPENED]), int(ai[po.AI_PEAK]),
                                   int(ai[po.AI_REFUSED]))))
-        allowances = [a.daily_allowance_cu for a in accounts]
-        return TierResult(
-            tier=self.tier, attempt_sink=self.rec.attempt_sink,
-            request_sink=self.rec.request_sink, minutes=self.minutes.table(),
-            refused_handshakes=self.minutes.refused_handshakes(),
-            windows=combined_windows([a.windows for a in accounts]),
-            window_s=self.accounts[0].limiter.window_s,
-            budget_cu=sum(a.budget_cu for a in accounts),
-            daily_used=_sum_daily([a.daily_used for a in accounts]),
-            daily_exhausted_at=_earliest([a.daily_exhausted_at for a in accounts]),
-            daily_allowance_cu=None if None in allowances else sum(allowances),
-            retry_budget_refusals=int(s["SI"][:, po.SI_REFUSALS].sum()),
-            end_s=float(s["GF"][lp.GF_NOW]),
-            connections=ConnectionsResult.combined([a.connections for a in accounts]),
-            websockets=None, accounts=accounts)
+        return tier_result(self.tier, self.rec, self.minutes, accounts,
+                           self.accounts[0].limiter.window_s,
+                           int(s["SI"][:, po.SI_REFUSALS].sum()), float(s["GF"][lp.GF_NOW]))

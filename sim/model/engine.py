@@ -204,6 +204,25 @@ def _earliest(dicts: list[dict[int, float]]) -> dict[int, float]:
     return out
 
 
+def tier_result(tier: Tier, rec, minutes, accounts: list[AccountResult], window_s: float,
+                retry_budget_refusals: int, end_s: float, websockets=None) -> TierResult:
+    """A tier's :class:`TierResult` from its accounts' results (one home for both
+    engines: the windows, budgets, daily ledgers and connections combined over accounts),
+    the recorder ``rec`` and the per-minute table ``minutes``."""
+    allowances = [a.daily_allowance_cu for a in accounts]
+    return TierResult(
+        tier=tier, attempt_sink=rec.attempt_sink, request_sink=rec.request_sink,
+        minutes=minutes.table(), refused_handshakes=minutes.refused_handshakes(),
+        windows=combined_windows([a.windows for a in accounts]), window_s=window_s,
+        budget_cu=sum(a.budget_cu for a in accounts),
+        daily_used=_sum_daily([a.daily_used for a in accounts]),
+        daily_exhausted_at=_earliest([a.daily_exhausted_at for a in accounts]),
+        daily_allowance_cu=None if None in allowances else sum(allowances),
+        retry_budget_refusals=retry_budget_refusals, end_s=end_s,
+        connections=ConnectionsResult.combined([a.connections for a in accounts]),
+        websockets=websockets, accounts=accounts)
+
+
 class TierRun:
     """Build the model for ``tier`` from ``plan``, then :meth:`run` it once."""
 
@@ -314,21 +333,9 @@ class TierRun:
             a.limiter.daily_allowance_cu,
             ConnectionsResult(a.connections.opened, a.connections.peak_active,
                               a.connections.refused)) for a in self.accounts]
-        allowances = [a.daily_allowance_cu for a in accounts]
-        return TierResult(
-            tier=self.tier, attempt_sink=self.rec.attempt_sink,
-            request_sink=self.rec.request_sink, minutes=self.minutes.table(),
-            refused_handshakes=self.minutes.refused_handshakes(),
-            windows=combined_windows([a.windows for a in accounts]),
-            window_s=self.accounts[0].limiter.window_s,
-            budget_cu=sum(a.budget_cu for a in accounts),
-            daily_used=_sum_daily([a.daily_used for a in accounts]),
-            daily_exhausted_at=_earliest([a.daily_exhausted_at for a in accounts]),
-            daily_allowance_cu=None if None in allowances else sum(allowances),
-            retry_budget_refusals=sum(d.budget_refusals for d in self._deciders),
-            end_s=env.now,
-            connections=ConnectionsResult.combined([a.connections for a in accounts]),
-            websockets=ws, accounts=accounts)
+        return tier_result(self.tier, self.rec, self.minutes, accounts,
+                           self.accounts[0].limiter.window_s,
+                           sum(d.budget_refusals for d in self._deciders), env.now, ws)
 
     def _feed(self):
         """Open loop: schedule each slice's arrivals; requests never wait for replies."""
