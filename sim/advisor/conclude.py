@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING
 
 from ..jobs.sweep_results import cu_per_day as _cu_per_day
 from ..results.summary import SLO_CRITERIA, TierSummary
 from .catalogue import Step
+from .probe import Search, shortfall
 from .result import FOUND, NONE, UNFINISHED, UNVERIFIED, ClientCost, TierAdvice
 from .snippet import toml_snippet
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .search import Search
 
 
 def monthly_usd(t: TierSummary | None) -> float | None:
@@ -25,23 +22,6 @@ def monthly_usd(t: TierSummary | None) -> float | None:
     if t is None:
         return None
     return t.plan.monthly_usd if t.plan is not None else t.monthly_usd
-
-
-def shortfall(t: TierSummary, slo) -> float:
-    """How far ``t`` is from meeting ``slo``: the largest ratio of an SLO figure to its
-    limit (1 or less: within it; an undefined p99 counts as far; the daily allowance as
-    24 h over the hours it lasts)."""
-    worst = 0.0
-    for c in SLO_CRITERIA:
-        v, limit = c.read(t), c.limit(slo)
-        if v is None:
-            worst = max(worst, 10.0)
-            continue
-        worst = max(worst, v / limit if limit > 0 else (1.0 + 1e6 * v))
-    lasts = t.daily_allowance.lasts_h
-    if getattr(slo, "allowance_must_last_day", False) and lasts is not None:
-        worst = max(worst, 24.0 / lasts if lasts > 0 else math.inf)
-    return worst
 
 
 def cu_per_day(t: TierSummary, duration_s: float) -> float:

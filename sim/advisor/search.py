@@ -25,88 +25,22 @@ only what is missing (:mod:`.runs`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from ..config.tiers import Tier
 from ..core.errors import CapsimError
 from ..core.limits import MAX_REPLICATIONS
 from ..metrics.figures import recommend
 from ..results.summary import TierSummary
-from .catalogue import Change, Step, catalogue
-from .conclude import advice_of, conclude, cu_per_day, monthly_usd, shortfall
+from .catalogue import Change, catalogue
+from .conclude import advice_of, conclude, cu_per_day, monthly_usd
+from .probe import Search
 from .result import NONE, SKIPPED, Advice, TierAdvice
 from .runs import Runner
 
 CUTS_CU = frozenset({"drop"})
 """The kinds of change that remove CU (the others move it in time or retry less)."""
-
-
-@dataclass
-class Search:
-    """One change on one tier: the settings tried, the mildest meeting one found."""
-
-    tier: Tier
-    change: Change
-    budget_cu: float
-    tolerance: float
-    i: int = 0  # discrete: the next setting
-    value: Any = None  # continuous: the next value
-    met: Any = None  # continuous: the mildest value known to meet
-    failed: Any = None  # continuous: the strongest value known to fail
-    found: tuple[Step, TierSummary] | None = None
-    closest: tuple[float, Step, TierSummary] | None = None
-    closest_value: Any = None  # continuous: the value of ``closest`` (search units)
-    done: bool = False
-    evaluations: int = 0
-    bounds: tuple[float, float] = field(default=(0.0, 0.0))
-
-    def __post_init__(self) -> None:
-        if self.change.continuous:
-            self.value = self.change.start(self.budget_cu)
-            self.bounds = (self.value * 8, self.value / 4)  # (mildest, strongest)
-
-    def next_step(self) -> Step | None:
-        if self.done:
-            return None
-        if self.change.continuous:
-            return self.change.step(self.value, self.budget_cu)
-        return self.change.step(self.change.values[self.i], self.budget_cu)
-
-    def record(self, step: Step, t: TierSummary, slo) -> None:
-        self.evaluations += 1
-        gap = shortfall(t, slo)
-        if self.closest is None or gap < self.closest[0]:
-            self.closest = (gap, step, t)
-            self.closest_value = self.value
-        if not self.change.continuous:
-            if t.meets_slo:
-                self.found, self.done = (step, t), True
-            else:
-                self.i += 1
-                self.done = self.i >= len(self.change.values)
-            return
-        v = self.value
-        if t.meets_slo:
-            self.met, self.found = v, (step, t)
-        else:
-            self.failed = v
-        mildest, strongest = self.bounds
-        if self.failed is None:  # meets: go milder
-            if v >= mildest:
-                self.done = True
-            self.value = min(v * 2, mildest)
-        elif self.met is None:  # fails: go stronger
-            if v <= strongest:
-                self.done = True
-            self.value = max(v / 2, strongest)
-        elif max(self.met, self.failed) / min(self.met, self.failed) <= 1 + self.tolerance:
-            self.done = True
-        else:
-            self.value = math.sqrt(self.met * self.failed)
 
 
 def advise(scenario=None, *, tiers: list[str] = (), overrides: list[str] = (),

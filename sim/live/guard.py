@@ -23,10 +23,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .connections import ConnectionRegistry
+
+class ConnectionRegistry(Protocol):
+    """What the guard reads of the server's connections
+    (:class:`sim.live.connections.ConnectionRegistry` is one)."""
+
+    unkeyed: int
+    dropped_idle: int
+
+    def all(self) -> Iterable[Any]: ...
+
+    def ended(self, info: Any) -> None: ...
 
 MAX_UNKEYED = 256
 """Connections open at once that have not presented a valid key (more are dropped)."""
