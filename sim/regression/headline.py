@@ -1,14 +1,15 @@
 """The comparison's headline in the bill's terms: CU per day and dollars per month.
 
-    +6.3 % CU per day (allowance lasts 21.4 h instead of 22.8 h); recommended tier
-        unchanged: RPC, $49/month
+    +$0/month: recommended tier unchanged (RPC, $49/month); +6.3 % CU per day
+        (allowance lasts 21.4 h instead of 22.8 h)
     +$40/month: recommended tier RPC → Streams + RPC; +6.3 % CU per day (allowance lasts …)
 
 The CU figures are those of the tier the baseline recommends (the one the team is on:
 its allowance running short is what moves the recommendation), else the run's
 recommended tier, else the first tier both sides have; demand is the same on every
-tier, only throttling makes the tiers differ. A change of tier leads, with its price
-difference, because it is what the bill shows first.
+tier, only throttling makes the tiers differ. The change in dollars leads, because it is
+what the bill shows first: ``+$0/month`` when the recommended tier stays (the CU change
+then says how close the next tier is); without a price, the CU figures lead.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def _price(side: Baseline, name: str | None) -> float | None:
 
 
 def tier_phrase(base: Baseline, now: Baseline) -> tuple[str, bool]:
-    """The recommended tier and its price, and whether the tier changed."""
+    """The recommended tier and its price, and whether the phrase leads the headline
+    (it carries a change in dollars: ``+$0/month`` when the tier stays)."""
     a, b = base.recommended.tier, now.recommended.tier
     pa, pb = _price(base, a), _price(now, b)
     if pb is None and b is not None:
@@ -81,8 +83,9 @@ def tier_phrase(base: Baseline, now: Baseline) -> tuple[str, bool]:
     if a == b:
         if b is None:
             return "no tier meets the SLO (unchanged)", False
-        return (f"recommended tier unchanged: {b}"
-                + (f", {_usd(pb)}/month" if pb is not None else "")), False
+        if pb is None:
+            return f"recommended tier unchanged: {b}", False
+        return f"+$0/month: recommended tier unchanged ({b}, {_usd(pb)}/month)", True
     if b is None:
         return (f"no tier meets the SLO any more (was {a}"
                 + (f", {_usd(pa)}/month" if pa is not None else "") + ")"), True
@@ -99,8 +102,8 @@ def tier_phrase(base: Baseline, now: Baseline) -> tuple[str, bool]:
 def bill_headline(cmp: Comparison) -> str:
     """One line, the CU and dollar change first (see the module docstring)."""
     cu = cu_phrase(cmp.base, cmp.now)
-    tier, moved = tier_phrase(cmp.base, cmp.now)
-    return f"{tier}; {cu}" if moved else f"{cu}; {tier}"
+    tier, leads = tier_phrase(cmp.base, cmp.now)
+    return f"{tier}; {cu}" if leads else f"{cu}; {tier}"
 
 
 def icon(cmp: Comparison) -> str:

@@ -45,19 +45,22 @@ def side(rec: str | None, *, cu: float = 100.0, lasts: float | None = 22.8,
                     tiers=tuple(tiers), inputs=inputs)
 
 
-def test_headline_with_the_tier_unchanged_leads_with_cu_per_day():
+def test_headline_with_the_tier_unchanged_leads_with_no_change_in_dollars():
+    # The bill does not move (same tier, same price): "+$0/month" first, as a budget owner
+    # reads it, then the CU change that says how close the next tier is.
     cmp = compare(side("RPC"), side("RPC", cu=106.3, lasts=21.4), tolerances())
-    assert bill_headline(cmp) == ("+6.3 % CU per day (allowance lasts 21.4 h instead of "
-                                  "22.8 h); recommended tier unchanged: RPC, $49/month")
+    assert bill_headline(cmp) == ("+$0/month: recommended tier unchanged (RPC, $49/month); "
+                                  "+6.3 % CU per day (allowance lasts 21.4 h instead of "
+                                  "22.8 h)")
     assert [c.metric for c in cmp.regressions] == ["cu_per_day", "allowance_lasts_h"] * 2
 
 
 def test_headline_rounds_half_up_as_a_reader_does():
     # 17/16 - 1 = 6.25 % exactly (a binary fraction): "+6.3 %", not the float's "+6.2".
     cmp = compare(side("RPC", cu=16.0), side("RPC", cu=17.0), tolerances())
-    assert bill_headline(cmp).startswith("+6.3 % CU per day")
+    assert bill_headline(cmp).endswith("; +6.3 % CU per day (allowance lasts 22.8 h)")
     cmp = compare(side("RPC", cu=1000.0), side("RPC", cu=1000.4), tolerances())
-    assert bill_headline(cmp).startswith("CU per day unchanged (allowance lasts 22.8 h)")
+    assert bill_headline(cmp).endswith("; CU per day unchanged (allowance lasts 22.8 h)")
 
 
 def test_headline_with_a_new_tier_leads_with_the_dollars():
@@ -87,7 +90,7 @@ def test_the_markdown_and_the_comment_open_with_the_headline_and_fold_the_tiers(
     cmp = compare(side("RPC"), side("RPC", cu=106.3, lasts=21.4), tolerances())
     md = markdown.render(cmp)
     first = md.splitlines()[0]
-    assert first.startswith("## ❌ +6.3 % CU per day") and "$49/month" in first
+    assert first.startswith("## ❌ +$0/month: recommended tier unchanged") and "$49/month" in first
     assert md.index("<details>") < md.index("### ❌ RPC") < md.rindex("</details>")
     body = comment.render(cmp)
     assert body.splitlines()[0] == f"### ❌ {bill_headline(cmp)}"
