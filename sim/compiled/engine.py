@@ -34,6 +34,7 @@ from ..policy.limiter import CULimiter, WindowStats
 from ..policy.retry import _BLOCK as JITTER_BLOCK
 from . import loop as lp
 from . import policies as po
+from .websockets import ArrayLimiter, WebsocketSide
 
 #: Requests a closed-loop worker draws at a time (TierRun._wake's chunk).
 WORKER_CHUNK = 256
@@ -63,10 +64,9 @@ class CompiledTierRun(TierRun):
 
     def run(self) -> TierResult:
         """Simulate until every request, retries included, has its final outcome."""
-        if self.ws is not None:
-            raise RuntimeError("the compiled engine runs no websockets")
         self._build_state()
         s = self._s
+        side = self._websocket_side()
         blocks = self.plan.demand_blocks()
         next_report = 0.0
         while True:
@@ -87,9 +87,37 @@ class CompiledTierRun(TierRun):
                 self._refill_jitter()
             elif code == lp.RC_WORKER:
                 self._refill_worker(int(s["G"][po.G_WORKER]))
+            elif code == lp.RC_WS:
+                side.run_until_head()
         self._move_rows(full_only=False)
         self.rec.close(handshake_rid=int(s["G"][po.G_CLOSED_RID]))
-        return self._result()
+        end_s = float(s["GF"][lp.GF_NOW])
+        if side is not None:
+            end_s = max(end_s, side.now)
+        return self._result(end_s, side.ws.result() if side is not None else None)
+
+    def _websocket_side(self) -> WebsocketSide | None:
+        """The websocket side (None without ``[[streams]]``), its processes started as
+        TierRun.run starts them: after the feeder and the closed-loop workers."""
+        if self.ws is None:
+            return None
+        s = self._s
+        limiters = [ArrayLimiter(s, a, acct.limiter.budget_cu, acct.limiter.window_s,
+                                 self._make_room)
+                    for a, acct in enumerate(self.accounts)]
+        side = WebsocketSide(s, [a.admission for a in self.accounts], limiters,
+                             self._websockets)
+        self.ws = side.ws
+        side.start()
+        return side
+
+    def _make_room(self, now: float) -> None:
+        """Room in the limiter arrays for a spend at ``now`` (a window and a day row)."""
+        s = self._s
+        if now >= s["GF"][lp.GF_DAY_LIMIT]:
+            self._grow_days(now)
+        if (s["LI"][:, po.LI_NWIN] + 2 > s["WF"].shape[1]).any():
+            self._grow_windows()
 
     # -- state -----------------------------------------------------------------------
 
@@ -220,6 +248,7 @@ class CompiledTierRun(TierRun):
             WKF=WKF, WKI=WKI, WCM=np.zeros((len(workers), WORKER_CHUNK), dtype=np.int64),
             WCF=np.zeros((len(workers), lp.WC_NF, WORKER_CHUNK)))
         GF[lp.GF_DURATION] = sc.duration_s
+        GF[lp.GF_WS_T] = np.inf  # no websocket event (until the side posts one)
         G[po.G_NFREE_R], G[po.G_NFREE_C] = n_req, n_conn
         self._day_offset = float(sc.day_offset_s)
         self._set_day_limit()
@@ -256,19 +285,27 @@ class CompiledTierRun(TierRun):
             s["CF"], s["CI"], s["CR"] = (_grow_rows(s[k], size) for k in ("CF", "CI", "CR"))
             s["cfree"] = self._more_free(s["cfree"], po.G_NFREE_C, old, size)
         if s["EF"][0] >= s["GF"][lp.GF_DAY_LIMIT]:
-            day = int((s["EF"][0] + self._day_offset) // po.DAY_S)
-            size = 2 * (day + 4)
-            s["DF"] = _grow_axis1(s["DF"], size, np.nan)
-            s["DF"][:, :, po.D_USED] = np.nan_to_num(s["DF"][:, :, po.D_USED])
-            s["DI"] = _grow_axis1(s["DI"], size)
-            self._set_day_limit()
+            self._grow_days(s["EF"][0])
         most = int(s["GS"][lp.GS_MAX_POOL_CONNS])
         if (s["AI"][:, po.AI_NCLOSE] + most + 4 > s["KF"].shape[1]).any():
             size = 2 * (int(s["AI"][:, po.AI_NCLOSE].max()) + most + 4)
             s["KF"], s["KI"] = _grow_axis1(s["KF"], size), _grow_axis1(s["KI"], size)
         if (s["LI"][:, po.LI_NWIN] + 2 > s["WF"].shape[1]).any():
-            size = 2 * s["WF"].shape[1]
-            s["WF"], s["WI"] = _grow_axis1(s["WF"], size), _grow_axis1(s["WI"], size)
+            self._grow_windows()
+
+    def _grow_days(self, t: float) -> None:
+        s = self._s
+        day = int((t + self._day_offset) // po.DAY_S)
+        size = 2 * (day + 4)
+        s["DF"] = _grow_axis1(s["DF"], size, np.nan)
+        s["DF"][:, :, po.D_USED] = np.nan_to_num(s["DF"][:, :, po.D_USED])
+        s["DI"] = _grow_axis1(s["DI"], size)
+        self._set_day_limit()
+
+    def _grow_windows(self) -> None:
+        s = self._s
+        size = 2 * s["WF"].shape[1]
+        s["WF"], s["WI"] = _grow_axis1(s["WF"], size), _grow_axis1(s["WI"], size)
 
     def _more_free(self, free: np.ndarray, counter: int, old: int, size: int) -> np.ndarray:
         G = self._s["G"]
@@ -329,14 +366,22 @@ class CompiledTierRun(TierRun):
             n = int(G[counter])
             if n and (not full_only or n >= self.rec.chunk_rows):
                 cols = s["AO" if attempts else "QO"]
-                self.rec.add_chunk(attempts, {name: col[:n].copy()
-                                              for name, col in zip(fmt.names, cols,
-                                                                   strict=True)})
+                if attempts and n < self.rec.chunk_rows:
+                    # The last attempts go to the recorder's buffer, where the handshake
+                    # rows follow them (its close): the chunks are the SimPy model's.
+                    rows = np.empty(n, dtype=fmt.dtype)
+                    for name, col in zip(fmt.names, cols, strict=True):
+                        rows[name] = col[:n]
+                    self.rec.attempt_buf += rows.tobytes()
+                else:
+                    self.rec.add_chunk(attempts, {name: col[:n].copy()
+                                                  for name, col in zip(fmt.names, cols,
+                                                                       strict=True)})
                 G[counter] = 0
 
     # -- the result ------------------------------------------------------------------
 
-    def _result(self) -> TierResult:
+    def _result(self, end_s: float, websockets) -> TierResult:
         s = self._s
         accounts = []
         for a, acct in enumerate(self.accounts):
@@ -360,4 +405,4 @@ class CompiledTierRun(TierRun):
                                   int(ai[po.AI_REFUSED]))))
         return tier_result(self.tier, self.rec, self.minutes, accounts,
                            self.accounts[0].limiter.window_s,
-                           int(s["SI"][:, po.SI_REFUSALS].sum()), float(s["GF"][lp.GF_NOW]))
+                           int(s["SI"][:, po.SI_REFUSALS].sum()), end_s, websockets)

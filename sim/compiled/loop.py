@@ -79,7 +79,7 @@ FEED_HORIZON_S = 1.0  # sim.model.engine.FEED_HORIZON_S (a test keeps them equal
 EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE, EV_WORKER = \
     range(9)
 # return codes
-RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER = range(6)
+RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER, RC_WS = range(7)
 # closed-loop workers: WKF[w, WK_*] floats, WKI[w, WKI_*] ints; their chunk of drawn
 # requests: WCM[w, k] the method, WCF[w, WC_*, k] the rest (refilled by Python)
 WK_PAUSE, WK_HALF, WK_NF = range(3)
@@ -100,14 +100,18 @@ ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", 
 REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
                   "attempts")
 # G's float twin: GF[GF_*]
-GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_NF = range(5)
+GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_WS_T, GF_HEAD_T, GF_NF = range(7)
 # the demand buffer: DT[j] send time; DX[j, :] source, method, key, region, then the seq
 # and request id the feeder gave it (seq -1: it went on the heap); DR[j, :] reserve,
 # actual, service time, then the time of its first-send event
 DX_SEQ, DX_RID, DX_NI = 4, 5, 6
 DR_TIME, DR_NF = 3, 4
 # sizes the loop checks room for: GS[GS_*]
-GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_NI = range(6)
+GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_WS_KEY, GS_HEAD_KEY, GS_NI = range(8)
+# the websocket side (run by Python, sim.compiled.websockets): its next event's time
+# GF[GF_WS_T] (inf: none) and key GS[GS_WS_KEY] = SimPy priority * NORMAL_KEY + event id;
+# before returning RC_WS the loop leaves its own next event's in GF_HEAD_T, GS_HEAD_KEY
+NORMAL_KEY = 1 << 62
 
 
 @njit_inline
@@ -165,6 +169,17 @@ def _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, j):
     RF[q, R_TSEND] = tj
     RF[q, R_HALF] = HALF[reg]
     return q
+
+
+@njit_inline
+def _ws_first(GF, GS, t, seq):
+    """Whether the websocket side's next event comes before the loop's (at ``t``,
+    ``seq``) in SimPy's order, (time, priority, id): every loop event is NORMAL but the
+    feeder's start (seq 0), SimPy's URGENT Initialize."""
+    key = seq + NORMAL_KEY if seq > 0 else 0
+    GF[GF_HEAD_T] = t
+    GS[GS_HEAD_KEY] = key
+    return GF[GF_WS_T] < t or GS[GS_WS_KEY] < key
 
 
 @njit_inline
@@ -299,10 +314,15 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             t = te
             kind = EV_FIRST
         elif G[G_EVN] == 0:
+            if GF[GF_WS_T] < INF:
+                GF[GF_HEAD_T] = INF
+                return RC_WS
             return RC_DONE
         else:
             t = EF[0]
             kind = EI[0, 1]
+        if GF[GF_WS_T] <= t and _ws_first(GF, GS, t, DX[fj, DX_SEQ] if arrival else EI[0, 0]):
+            return RC_WS
         left = G[G_BLEN] - fj
         if kind == EV_WORKER and t < GF[GF_DURATION] and \
                 WKI[EI[0, 2], WKI_K] == WKI[EI[0, 2], WKI_N]:

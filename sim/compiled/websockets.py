@@ -1,0 +1,165 @@
+"""Websockets on the compiled engine: the SimPy model's session processes, run by Python
+between the compiled loop's events, over the loop's own limiter state.
+
+The websocket side of a run is few events (handshakes, drops, reconnects, a publish per
+event of a billed stream with live connections) next to the HTTP traffic, and its rules
+(slots, stale expiries, the publish chain, lost-event counts) are the model's
+:class:`~sim.model.websockets.sessions.Websockets`: it runs here unchanged, on a SimPy
+environment of its own (:class:`WebsocketSide`), and the loop hands over at its events.
+
+Order: SimPy runs events by ``(time, priority, id)``, the id a single counter in schedule
+order. The websocket environment takes its ids from the loop's ``seq`` counter
+(:class:`SharedSeq`), so both sides number their events from one count, in the order
+the SimPy model would; the loop compares its next event's ``(time, seq)`` with the
+websocket side's ``(time, priority, id)`` and returns :data:`~sim.compiled.loop.RC_WS`
+when the websocket side's comes first; Python runs the websocket events that precede
+the loop's next one, then calls the loop again.
+
+Limiter: handshakes and billed deliveries spend from the same window and daily allowance
+as the HTTP attempts -- the loop's state arrays. :class:`ArrayLimiter` is the verbs the
+websocket side calls (``spend``, ``retry_after``) over those arrays, through the same
+policy functions the loop runs (:mod:`sim.compiled.policies`), compiled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from heapq import heappop
+
+import numpy as np
+import simpy
+
+from ..policy.admission import Admission
+from ..policy.limiter import WindowStats
+from . import loop as lp
+from . import policies as po
+from .jit import njit
+
+_INF = math.inf
+
+
+@njit
+def lim_spend(LF, LI, WF, WI, DF, DI, a, now, cost):
+    """CULimiter.spend: reserve a cost known in advance and settle it at once (a
+    websocket connect or delivery); the limiter's status."""
+    status, wid, _, _ = po.lim_reserve(LF, LI, WF, WI, DF, DI, a, now, cost, cost)
+    if status == po.OK and cost > 0.0:
+        WF[a, wid, po.W_SETTLED] += cost
+    return status
+
+
+@njit
+def lim_retry_after(LF, LI, a, now):
+    """CULimiter.retry_after over the arrays (whole seconds, at least 1)."""
+    return po.lim_retry_after(LF, LI, a, now)
+
+
+class ArrayLimiter:
+    """Account ``account``'s limiter in the compiled engine's state ``state`` (the dict
+    of arrays the loop runs on, read at each call: the engine may have grown them),
+    with the verbs the websocket side uses. ``make_room(now)`` is called before a spend,
+    so that the arrays have a row for the window and day it may open."""
+
+    def __init__(self, state: dict[str, np.ndarray], account: int, budget_cu: float,
+                 window_s: float, make_room: Callable[[float], None]) -> None:
+        self._s, self._a = state, account
+        self.budget_cu, self.window_s = budget_cu, window_s
+        self._make_room = make_room
+
+    def spend(self, now: float, cost: float) -> int:
+        """Reserve ``cost`` and settle it at once (``CULimiter.spend``): the status."""
+        self._make_room(now)
+        s = self._s
+        return int(lim_spend(s["LF"], s["LI"], s["WF"], s["WI"], s["DF"], s["DI"], self._a,
+                             float(now), float(cost)))
+
+    def retry_after(self, now: float) -> int:
+        """Whole seconds (at least 1) to the next window's start."""
+        s = self._s
+        return int(lim_retry_after(s["LF"], s["LI"], self._a, float(now)))
+
+    def window_stats(self) -> WindowStats:  # pragma: no cover - the engine reads them
+        raise NotImplementedError("the compiled engine reads the windows from its arrays")
+
+
+class SharedSeq:
+    """An event-id counter that is the loop's ``seq`` (``G[G_SEQ]``): SimPy calls
+    ``next()`` on it for each event it schedules."""
+
+    __slots__ = ("_G",)
+
+    def __init__(self, G: np.ndarray) -> None:
+        self._G = G
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> int:
+        G = self._G
+        seq = int(G[po.G_SEQ])
+        G[po.G_SEQ] = seq + 1
+        return seq
+
+
+class WebsocketSide:
+    """The websocket side of a compiled run: the model's
+    :class:`~sim.model.websockets.sessions.Websockets` on its own SimPy environment, with
+    event ids from the loop's counter and each account's limiter an
+    :class:`ArrayLimiter` over the loop's state.
+
+    ``build(env, admissions)`` makes the :class:`Websockets` (the tier run's
+    ``_websockets``); ``admissions`` are the accounts' (their slot pools and prices),
+    ``limiters`` the :class:`ArrayLimiter` of each. :meth:`start` creates the session
+    processes (call it where the SimPy model does, after the loop's first events);
+    :meth:`run_until_head` runs the events before the loop's next one.
+    """
+
+    def __init__(self, state: dict[str, np.ndarray], admissions: list[Admission],
+                 limiters: list[ArrayLimiter], build) -> None:
+        self._s = state
+        self.env = simpy.Environment()
+        self.env._eid = SharedSeq(state["G"])
+        own = [Admission(a.tier, a.pricing, lim, a.slots, a.connections,
+                         method_api=a.method_api, connect_cu=a.connect_cu,
+                         publish_cu=a.publish_cu)
+               for a, lim in zip(admissions, limiters, strict=True)]
+        self.ws = build(self.env, own)
+
+    def start(self) -> None:
+        """Create the session processes and post the first event to the loop."""
+        self.ws.start()
+        self._post_head()
+
+    def run_until_head(self) -> None:
+        """Run every websocket event that comes before the loop's next event (left in
+        ``GF[GF_HEAD_T]``, ``GS[GS_HEAD_KEY]``), as SimPy's step would; post the next."""
+        env, queue = self.env, self.env._queue
+        head_t = float(self._s["GF"][lp.GF_HEAD_T])
+        head_key = int(self._s["GS"][lp.GS_HEAD_KEY])
+        normal = lp.NORMAL_KEY
+        while queue:
+            t, prio, eid, _ = queue[0]
+            if t > head_t or (t == head_t and (normal if prio else 0) + eid > head_key):
+                break
+            env._now, _, _, event = heappop(queue)
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                raise event._value  # a session process failed: as SimPy's step
+        self._post_head()
+
+    def _post_head(self) -> None:
+        queue = self.env._queue
+        if queue:
+            t, prio, eid, _ = queue[0]
+            self._s["GF"][lp.GF_WS_T] = t
+            self._s["GS"][lp.GS_WS_KEY] = (lp.NORMAL_KEY if prio else 0) + eid
+        else:
+            self._s["GF"][lp.GF_WS_T] = _INF
+
+    @property
+    def now(self) -> float:
+        """The time of the last websocket event run."""
+        return self.env.now
