@@ -69,8 +69,9 @@ class CompiledTierRun(TierRun):
         side = self._websocket_side()
         blocks = self.plan.demand_blocks()
         next_report = 0.0
+        args = self._args()
         while True:
-            code = lp.run_loop(*self._args())
+            code = lp.run_loop(*args)
             if code == lp.RC_DONE:
                 break
             if code == lp.RC_FLUSH:
@@ -89,6 +90,10 @@ class CompiledTierRun(TierRun):
                 self._refill_worker(int(s["G"][po.G_WORKER]))
             elif code == lp.RC_WS:
                 side.run_until_head()
+                if self._arrays_replaced:
+                    args = self._args()
+                continue
+            args = self._args()  # (growing and new blocks replace arrays)
         self._move_rows(full_only=False)
         self.rec.close(handshake_rid=int(s["G"][po.G_CLOSED_RID]))
         end_s = float(s["GF"][lp.GF_NOW])
@@ -259,6 +264,7 @@ class CompiledTierRun(TierRun):
              "KEY_ACCT", "POOL_OF", "AO", "QO", "WKF", "WKI", "WCM", "WCF")
 
     def _args(self) -> list:
+        self._arrays_replaced = False
         s = self._s
         return [s[name] for name in self._ARGS]
 
@@ -295,6 +301,7 @@ class CompiledTierRun(TierRun):
 
     def _grow_days(self, t: float) -> None:
         s = self._s
+        self._arrays_replaced = True
         day = int((t + self._day_offset) // po.DAY_S)
         size = 2 * (day + 4)
         s["DF"] = _grow_axis1(s["DF"], size, np.nan)
@@ -304,6 +311,7 @@ class CompiledTierRun(TierRun):
 
     def _grow_windows(self) -> None:
         s = self._s
+        self._arrays_replaced = True
         size = 2 * s["WF"].shape[1]
         s["WF"], s["WI"] = _grow_axis1(s["WF"], size), _grow_axis1(s["WI"], size)
 

@@ -39,10 +39,17 @@ from .jit import njit
 _INF = math.inf
 
 
+#: :func:`lim_spend`'s answer when the arrays need room first (nothing was done).
+NEED_ROOM = -1
+
+
 @njit
-def lim_spend(LF, LI, WF, WI, DF, DI, a, now, cost):
+def lim_spend(LF, LI, WF, WI, DF, DI, GF, a, now, cost):
     """CULimiter.spend: reserve a cost known in advance and settle it at once (a
-    websocket connect or delivery); the limiter's status."""
+    websocket connect or delivery); the limiter's status, or :data:`NEED_ROOM` when the
+    arrays may lack the row of a window or day it would open (as the loop checks)."""
+    if LI[a, po.LI_NWIN] + 2 > WF.shape[1] or now >= GF[lp.GF_DAY_LIMIT]:
+        return NEED_ROOM
     status, wid, _, _ = po.lim_reserve(LF, LI, WF, WI, DF, DI, a, now, cost, cost)
     if status == po.OK and cost > 0.0:
         WF[a, wid, po.W_SETTLED] += cost
@@ -58,8 +65,8 @@ def lim_retry_after(LF, LI, a, now):
 class ArrayLimiter:
     """Account ``account``'s limiter in the compiled engine's state ``state`` (the dict
     of arrays the loop runs on, read at each call: the engine may have grown them),
-    with the verbs the websocket side uses. ``make_room(now)`` is called before a spend,
-    so that the arrays have a row for the window and day it may open."""
+    with the verbs the websocket side uses. ``make_room(now)`` is called when a spend
+    finds no row for the window or day it may open; it is tried again after."""
 
     def __init__(self, state: dict[str, np.ndarray], account: int, budget_cu: float,
                  window_s: float, make_room: Callable[[float], None]) -> None:
@@ -69,10 +76,15 @@ class ArrayLimiter:
 
     def spend(self, now: float, cost: float) -> int:
         """Reserve ``cost`` and settle it at once (``CULimiter.spend``): the status."""
-        self._make_room(now)
         s = self._s
-        return int(lim_spend(s["LF"], s["LI"], s["WF"], s["WI"], s["DF"], s["DI"], self._a,
-                             float(now), float(cost)))
+        status = lim_spend(s["LF"], s["LI"], s["WF"], s["WI"], s["DF"], s["DI"], s["GF"],
+                           self._a, now, cost)
+        if status == NEED_ROOM:
+            self._make_room(now)
+            status = lim_spend(s["LF"], s["LI"], s["WF"], s["WI"], s["DF"], s["DI"], s["GF"],
+                               self._a, now, cost)
+            assert status != NEED_ROOM
+        return status
 
     def retry_after(self, now: float) -> int:
         """Whole seconds (at least 1) to the next window's start."""
