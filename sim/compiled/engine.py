@@ -34,6 +34,8 @@ from ..policy.limiter import CULimiter, WindowStats
 from ..policy.retry import _BLOCK as JITTER_BLOCK
 from . import loop as lp
 from . import policies as po
+from . import publish as pb
+from .sessions import LoopWebsockets
 from .websockets import ArrayLimiter, WebsocketSide
 
 #: Requests a closed-loop worker draws at a time (TierRun._wake's chunk).
@@ -88,10 +90,16 @@ class CompiledTierRun(TierRun):
                 self._refill_jitter()
             elif code == lp.RC_WORKER:
                 self._refill_worker(int(s["G"][po.G_WORKER]))
-            elif code == lp.RC_WS:
-                side.run_until_head()
+            elif code == lp.RC_WS or code == lp.RC_PUBLISH:  # noqa: PLR1714
+                if code == lp.RC_WS:
+                    side.run_until_head()
+                else:
+                    side.finish_publish()
                 if self._arrays_replaced:
                     args = self._args()
+                continue
+            elif code == lp.RC_TIMES:
+                side.refill()
                 continue
             args = self._args()  # (growing and new blocks replace arrays)
         self._move_rows(full_only=False)
@@ -99,7 +107,7 @@ class CompiledTierRun(TierRun):
         end_s = float(s["GF"][lp.GF_NOW])
         if side is not None:
             end_s = max(end_s, side.now)
-        return self._result(end_s, side.ws.result() if side is not None else None)
+        return self._result(end_s, side.result() if side is not None else None)
 
     def _websocket_side(self) -> WebsocketSide | None:
         """The websocket side (None without ``[[streams]]``), its processes started as
@@ -110,11 +118,30 @@ class CompiledTierRun(TierRun):
         limiters = [ArrayLimiter(s, a, acct.limiter.budget_cu, acct.limiter.window_s,
                                  self._make_room)
                     for a, acct in enumerate(self.accounts)]
-        side = WebsocketSide(s, [a.admission for a in self.accounts], limiters,
-                             self._websockets)
+        side = WebsocketSide(
+            s, [a.admission for a in self.accounts], limiters,
+            lambda env, admissions: self._websockets(env, admissions, LoopWebsockets),
+            self._push_event, self._replaced)
         self.ws = side.ws
         side.start()
         return side
+
+    def _replaced(self) -> None:
+        self._arrays_replaced = True
+
+    def _push_event(self, t: float, kind: int, obj: int) -> None:
+        """Schedule a loop event from Python (the next seq), with room for it."""
+        s = self._s
+        if int(s["G"][po.G_EVN]) + 16 > len(s["EF"]):
+            size = 2 * len(s["EF"])
+            s["EF"], s["EI"] = _grow_rows(s["EF"], size), _grow_rows(s["EI"], size)
+            self._arrays_replaced = True
+        key = lp.NORMAL_KEY + int(s["G"][po.G_SEQ])
+        lp.ev_push(s["EF"], s["EI"], s["G"], t, kind, obj)
+        GF, GS = s["GF"], s["GS"]
+        if t < GF[lp.GF_HEAD_T] or (t == GF[lp.GF_HEAD_T] and key < GS[lp.GS_HEAD_KEY]):
+            # the loop's next event now: the websocket side stops before it
+            GF[lp.GF_HEAD_T], GS[lp.GS_HEAD_KEY] = t, key
 
     def _make_room(self, now: float) -> None:
         """Room in the limiter arrays for a spend at ``now`` (a window and a day row)."""
@@ -251,7 +278,10 @@ class CompiledTierRun(TierRun):
             AO=_columns(rc.ATTEMPT_ROW, lp.ATTEMPT_VALUES, chunk),
             QO=_columns(rc.REQUEST_ROW, lp.REQUEST_VALUES, chunk),
             WKF=WKF, WKI=WKI, WCM=np.zeros((len(workers), WORKER_CHUNK), dtype=np.int64),
-            WCF=np.zeros((len(workers), lp.WC_NF, WORKER_CHUNK)))
+            WCF=np.zeros((len(workers), lp.WC_NF, WORKER_CHUNK)),
+            # billed websocket streams (sim.compiled.publish; set by the websocket side)
+            PB=np.zeros((0, pb.PB_NI), dtype=np.int64), PC=np.zeros(0),
+            PT=np.zeros((0, 1)), PL=np.zeros((0, 1), dtype=np.int64))
         GF[lp.GF_DURATION] = sc.duration_s
         GF[lp.GF_WS_T] = np.inf  # no websocket event (until the side posts one)
         G[po.G_NFREE_R], G[po.G_NFREE_C] = n_req, n_conn
@@ -261,7 +291,8 @@ class CompiledTierRun(TierRun):
     _ARGS = ("G", "GF", "GS", "EF", "EI", "RF", "RI", "rfree", "CF", "CI", "CR", "cfree",
              "PF", "PI", "AF", "AI", "KF", "KI", "OR", "OI", "LF", "LI", "WF", "WI", "DF",
              "DI", "SF", "SI", "JU", "DT", "DX", "DR", "GATE", "AFTER", "RETRY_ON", "HALF",
-             "KEY_ACCT", "POOL_OF", "AO", "QO", "WKF", "WKI", "WCM", "WCF")
+             "KEY_ACCT", "POOL_OF", "AO", "QO", "WKF", "WKI", "WCM", "WCF", "PB", "PC", "PT",
+             "PL")
 
     def _args(self) -> list:
         self._arrays_replaced = False

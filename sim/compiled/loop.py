@@ -72,14 +72,16 @@ from .policies import (
     schedule_close,
     stream_on,
 )
+from .publish import ALL_SPENT, PB_ACTIVE, PB_DONE, PB_LEN, PB_NEXT, PB_NLIVE, publish
 
 FEED_HORIZON_S = 1.0  # sim.model.engine.FEED_HORIZON_S (a test keeps them equal)
 
 # event kinds
-EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE, EV_WORKER = \
-    range(9)
+EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE, EV_WORKER, \
+    EV_PUBLISH = range(10)
 # return codes
-RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER, RC_WS = range(7)
+RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER, RC_WS, RC_PUBLISH, RC_TIMES = \
+    range(9)
 # closed-loop workers: WKF[w, WK_*] floats, WKI[w, WKI_*] ints; their chunk of drawn
 # requests: WCM[w, k] the method, WCF[w, WC_*, k] the rest (refilled by Python)
 WK_PAUSE, WK_HALF, WK_NF = range(3)
@@ -100,17 +102,23 @@ ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", 
 REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
                   "attempts")
 # G's float twin: GF[GF_*]
-GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_WS_T, GF_HEAD_T, GF_NF = range(7)
+(GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_WS_T, GF_HEAD_T, GF_CU_PUBLISH,
+ GF_PUB_SPENT, GF_PUB_NEXT, GF_NF) = range(10)
 # the demand buffer: DT[j] send time; DX[j, :] source, method, key, region, then the seq
 # and request id the feeder gave it (seq -1: it went on the heap); DR[j, :] reserve,
 # actual, service time, then the time of its first-send event
 DX_SEQ, DX_RID, DX_NI = 4, 5, 6
 DR_TIME, DR_NF = 3, 4
 # sizes the loop checks room for: GS[GS_*]
-GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_WS_KEY, GS_HEAD_KEY, GS_NI = range(8)
+(GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_WS_KEY, GS_HEAD_KEY, GS_PUB_STREAM,
+ GS_PUB_AT, GS_NI) = range(10)
 # the websocket side (run by Python, sim.compiled.websockets): its next event's time
 # GF[GF_WS_T] (inf: none) and key GS[GS_WS_KEY] = SimPy priority * NORMAL_KEY + event id;
-# before returning RC_WS the loop leaves its own next event's in GF_HEAD_T, GS_HEAD_KEY
+# before returning RC_WS the loop leaves its own next event's in GF_HEAD_T, GS_HEAD_KEY;
+# a billed stream's publishing is a loop event (sim.compiled.publish): RC_TIMES asks for
+# stream GS_PUB_STREAM's next times, RC_PUBLISH for the rest of a publish in which the
+# delivery to live connection GS_PUB_AT could not spend (GF_PUB_SPENT spent before it,
+# GF_PUB_NEXT the stream's next time)
 NORMAL_KEY = 1 << 62
 
 
@@ -288,7 +296,7 @@ def _free_request(G, rfree, r):
 @njit
 def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI, KF, KI,
              OR, OI, LF, LI, WF, WI, DF, DI, SF, SI, JU, DT, DX, DR, GATE, AFTER, RETRY_ON,
-             HALF, KEY_ACCT, POOL_OF, AO, QO, WKF, WKI, WCM, WCF):
+             HALF, KEY_ACCT, POOL_OF, AO, QO, WKF, WKI, WCM, WCF, PB, PC, PT, PL):
     """Run events until Python must act; returns an ``RC_*`` code (see the module)."""
     n_out = AO[0].shape[0]
     n_acct = LF.shape[0]
@@ -323,6 +331,10 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             kind = EI[0, 1]
         if GF[GF_WS_T] <= t and _ws_first(GF, GS, t, DX[fj, DX_SEQ] if arrival else EI[0, 0]):
             return RC_WS
+        if kind == EV_PUBLISH and PB[EI[0, 2], PB_NEXT] == PB[EI[0, 2], PB_LEN] and \
+                not PB[EI[0, 2], PB_DONE]:
+            GS[GS_PUB_STREAM] = EI[0, 2]
+            return RC_TIMES
         left = G[G_BLEN] - fj
         if kind == EV_WORKER and t < GF[GF_DURATION] and \
                 WKI[EI[0, 2], WKI_K] == WKI[EI[0, 2], WKI_N]:
@@ -379,6 +391,21 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             if more:
                 fl = float(math.floor(DT[j]))
                 ev_push(EF, EI, G, now + ((fl if fl > until else until) - now), EV_FEED, -1)
+            continue
+
+        if kind == EV_PUBLISH:  # Websockets._publish
+            failed, spent, nxt = publish(PB, PC, PT, PL, LF, LI, WF, WI, DF, DI, r, now)
+            if failed != ALL_SPENT:
+                GS[GS_PUB_STREAM] = r
+                GS[GS_PUB_AT] = failed
+                GF[GF_PUB_SPENT] = spent
+                GF[GF_PUB_NEXT] = nxt
+                return RC_PUBLISH
+            GF[GF_CU_PUBLISH] += spent
+            if PB[r, PB_NLIVE] > 0 and nxt < INF:
+                ev_push(EF, EI, G, now + (nxt - now), EV_PUBLISH, r)
+            else:
+                PB[r, PB_ACTIVE] = 0
             continue
 
         if kind == EV_WAKE:  # ClientPool._wake

@@ -35,6 +35,7 @@ from ..policy.limiter import WindowStats
 from . import loop as lp
 from . import policies as po
 from .jit import njit
+from .sessions import LoopWebsockets
 
 _INF = math.inf
 
@@ -122,13 +123,17 @@ class WebsocketSide:
 
     ``build(env, admissions)`` makes the :class:`Websockets` (the tier run's
     ``_websockets``); ``admissions`` are the accounts' (their slot pools and prices),
-    ``limiters`` the :class:`ArrayLimiter` of each. :meth:`start` creates the session
-    processes (call it where the SimPy model does, after the loop's first events);
-    :meth:`run_until_head` runs the events before the loop's next one.
+    ``limiters`` the :class:`ArrayLimiter` of each. A
+    :class:`~sim.compiled.sessions.LoopWebsockets` is bound to the loop: ``push(t, kind,
+    obj)`` schedules a loop event, ``replaced()`` says arrays of ``state`` were replaced.
+    :meth:`start` creates the session processes (call it where the SimPy model does,
+    after the loop's first events); :meth:`run_until_head` runs the events before the
+    loop's next one; :meth:`finish_publish` and :meth:`refill` answer the loop's
+    ``RC_PUBLISH`` and ``RC_TIMES``; :meth:`result` is the model's result.
     """
 
     def __init__(self, state: dict[str, np.ndarray], admissions: list[Admission],
-                 limiters: list[ArrayLimiter], build) -> None:
+                 limiters: list[ArrayLimiter], build, push=None, replaced=None) -> None:
         self._s = state
         self.env = simpy.Environment()
         self.env._eid = SharedSeq(state["G"])
@@ -137,20 +142,41 @@ class WebsocketSide:
                          publish_cu=a.publish_cu)
                for a, lim in zip(admissions, limiters, strict=True)]
         self.ws = build(self.env, own)
+        self._loop_ws = isinstance(self.ws, LoopWebsockets)
+        if self._loop_ws:
+            self.ws.bind(state, push, replaced)
 
     def start(self) -> None:
         """Create the session processes and post the first event to the loop."""
         self.ws.start()
         self._post_head()
 
+    def finish_publish(self) -> None:
+        """The rest of a publish the loop stopped (a delivery could not spend)."""
+        self.ws.finish_publish()
+        self._post_head()
+
+    def refill(self) -> None:
+        """The next times of the stream the loop asks for."""
+        self.ws.refill(int(self._s["GS"][lp.GS_PUB_STREAM]))
+
+    def result(self):
+        """The model's websocket result, once the run is over."""
+        if self._loop_ws:
+            self.ws.sync()
+        return self.ws.result()
+
     def run_until_head(self) -> None:
         """Run every websocket event that comes before the loop's next event (left in
         ``GF[GF_HEAD_T]``, ``GS[GS_HEAD_KEY]``), as SimPy's step would; post the next."""
+        if self._loop_ws:
+            self.ws.sync()
         env, queue = self.env, self.env._queue
-        head_t = float(self._s["GF"][lp.GF_HEAD_T])
-        head_key = int(self._s["GS"][lp.GS_HEAD_KEY])
+        GF, GS = self._s["GF"], self._s["GS"]
         normal = lp.NORMAL_KEY
         while queue:
+            # (re-read: an event may schedule a loop event before the loop's head)
+            head_t, head_key = GF[lp.GF_HEAD_T], GS[lp.GS_HEAD_KEY]
             t, prio, eid, _ = queue[0]
             if t > head_t or (t == head_t and (normal if prio else 0) + eid > head_key):
                 break

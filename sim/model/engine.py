@@ -289,10 +289,10 @@ class TierRun:
         self.ws = (self._websockets(self.env, [a.admission for a in self.accounts])
                    if sc.streams else None)
 
-    def _websockets(self, env, admissions: list[Admission]) -> Websockets:
+    def _websockets(self, env, admissions: list[Admission], cls=Websockets) -> Websockets:
         """The websocket side of the run on ``env``, one :class:`Admission` per account
-        (the compiled engine passes its own environment and admissions over its limiter
-        state); handshakes go to the attempt recorder."""
+        (the compiled engine passes its own environment, admissions over its limiter
+        state and class); handshakes go to the attempt recorder."""
         sc, t = self.plan.scenario, self.plan.tables
         a0 = self.accounts[0]
         # A handshake is an attempt row of source ``len(sources) + client``, its method
@@ -300,7 +300,7 @@ class TierRun:
         rows = [(len(sc.sources) + i, t.methods.index(c.stream), t.keys.index(c.key),
                  t.regions.index(c.region or sc.regions[0].name))
                 for i, c in enumerate(sc.streams)]
-        return Websockets(
+        return cls(
             env, admissions[0].limiter, a0.tier, list(sc.streams), sc.ws,
             self.plan.loaded.pricing, key_valid=None, seed=sc.seed,
             duration_s=sc.duration_s, day_offset_s=sc.day_offset_s, admissions=admissions,
