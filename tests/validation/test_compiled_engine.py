@@ -356,6 +356,18 @@ def test_stress_scenarios_identical_rows(name, tmp_path):
         assert CONN_430 in out and len(set(a["key"].tolist())) == 3
 
 
+@pytest.mark.parametrize("name", ["ws-exhausted-close", "ws-open-loop"])
+def test_websocket_publish_times_in_small_blocks(name, tmp_path, monkeypatch):
+    """The loop's copy of each stream's times handed over 3 at a time: chains that
+    restart inside, at the end of and past a block give the same rows."""
+    from sim.compiled import sessions
+
+    monkeypatch.setattr(sessions, "TIMES_BLOCK", 3)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(WS_STRESS[name], encoding="utf-8")
+    assert_same_runs(load(path, ["duration=200"]), tmp_path)
+
+
 def _report_files(folder: Path) -> dict[str, object]:
     """A report folder's files as comparable values: Parquet as frames, summary.json
     without its ``engine`` key, reports without the line naming the engine."""
