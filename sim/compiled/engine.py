@@ -13,7 +13,10 @@ Covered: open-loop sources (drawn or replayed from traces), closed-loop workers 
 requests and think times drawn by Python 256 at a time), every retry policy and the
 retry budget, pacing, HTTP/2 and HTTP/1.1 pools with the account's connection cap and
 open rate, several accounts, the fixed-window limiter with its alignments, refund rules
-and daily allowance. Not covered (:func:`sim.compiled.choice.uncovered`): websockets.
+and daily allowance. Websockets: the model's session processes run by Python between the
+loop's events, on the loop's limiter arrays, and billed publishing in the loop
+(:mod:`sim.compiled.websockets`, :mod:`sim.compiled.sessions`,
+:mod:`sim.compiled.publish`). Not covered: :func:`sim.compiled.choice.uncovered`.
 """
 
 from __future__ import annotations

@@ -4,16 +4,19 @@ sources and closed-loop workers), step for step, over struct-of-arrays state.
 One heap of ``(time, seq)`` events, ``seq`` taken in the order the SimPy model schedules
 (SimPy breaks equal-time ties by its event id, which is that order): the feeder's wake
 (``FEED``), a request's first send, send, paced send, arrival at the service, completion
-and 430 reply, a client pool's wake and a closed-loop worker's wake. Each handler is the
+and 430 reply, a client pool's wake, a closed-loop worker's wake and a billed websocket
+stream's publish (:mod:`sim.compiled.publish`; the rest of the websocket side is Python's,
+:mod:`sim.compiled.websockets`, and the loop returns at its events). Each handler is the
 model's method of the same name with its float expressions written as the model writes
 them (``now + (start - now + half_rtt)`` is not ``start + half_rtt``).
 
 :func:`run_loop` runs events until it must return to Python, at an event boundary, with
 one of the ``RC_*`` codes: a row buffer is full (flush it), the feeder needs the next
 demand block, a state array needs room, a source's jitter block is spent, a worker needs
-its next chunk of requests, or the heap is empty (done). The caller does that and calls
-again: nothing is lost between calls, so a run is resumable at every return and its
-memory stays flat in run length.
+its next chunk of requests, a websocket event comes first, a publish needs Python (a
+delivery could not spend; the stream's next times), or the heap is empty (done). The
+caller does that and calls again: nothing is lost between calls, so a run is resumable
+at every return and its memory stays flat in run length.
 """
 
 from __future__ import annotations
