@@ -214,6 +214,15 @@ WS_STRESS = {
                                 "clean_close_fraction = 1.0 }")),
         sources=('[[sources]]\nname = "blocks"\nkey = "k"\narrival = { process = "block", '
                  'per_block = 8, jitter_s = 0, offset_s = 0 }\n' + _src("s", 2))),
+    # two UTC days and more: the daily allowance spent by handshakes, deliveries and a
+    # trickle of HTTP, handshakes refused 402 until the next day; the day rows grow
+    "ws-allowance-days": _ws(
+        "days", cu=120, cap=3, duration=200_000, extra="daily_allowance_cu = 9000\n",
+        ws='[[regions]]\nname = "here"\nrtt_ms = 0\n[ws]\non_exhausted = "drop"\n',
+        streams=_stream("heads", "new-blocks", connections=3,
+                        reconnect='{ policy = "fixed", delay_s = 12 }',
+                        faults="{ mean_time_between_drops_s = 3000 }"),
+        sources=_src("s", 0.05)),
 }
 
 
@@ -318,6 +327,10 @@ def test_websocket_stress_scenarios_identical_rows(name, tmp_path):
         # handshakes and HTTP attempts at the very window boundaries (multiples of 12 s)
         assert ((hs["t_send"] % 12) == 0).sum() > 5 and ((http["t_send"] % 12) == 0).sum() > 50
         assert {OK, RPC_32005} <= set(http["outcome"].tolist())
+    elif name == "ws-allowance-days":
+        refused = hs[hs["outcome"] == PAY_402]
+        assert set((refused["t_send"] // 86_400).tolist()) >= {0, 1, 2}
+        assert ws.handshakes["ok"] > 3
 
 
 @pytest.mark.parametrize("name", list(_texts()))
