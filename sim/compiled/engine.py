@@ -93,18 +93,14 @@ class CompiledTierRun(TierRun):
                 self._refill_jitter()
             elif code == lp.RC_WORKER:
                 self._refill_worker(int(s["G"][po.G_WORKER]))
-            elif code == lp.RC_WS or code == lp.RC_PUBLISH:  # noqa: PLR1714
-                if code == lp.RC_WS:
-                    side.run_until_head()
-                else:
-                    side.finish_publish()
-                if self._arrays_replaced:
-                    args = self._args()
-                continue
+            elif code == lp.RC_WS:
+                side.run_until_head()
+            elif code == lp.RC_PUBLISH:
+                side.finish_publish()
             elif code == lp.RC_TIMES:
                 side.refill()
-                continue
-            args = self._args()  # (growing and new blocks replace arrays)
+            if code == lp.RC_BLOCK or code == lp.RC_GROW or self._arrays_replaced:
+                args = self._args()  # (arrays replaced: grown, or the next block)
         self._move_rows(full_only=False)
         self.rec.close(handshake_rid=int(s["G"][po.G_CLOSED_RID]))
         end_s = float(s["GF"][lp.GF_NOW])
@@ -118,9 +114,7 @@ class CompiledTierRun(TierRun):
         if self.ws is None:
             return None
         s = self._s
-        limiters = [ArrayLimiter(s, a, acct.limiter.budget_cu, acct.limiter.window_s,
-                                 self._make_room)
-                    for a, acct in enumerate(self.accounts)]
+        limiters = [ArrayLimiter(s, a, self._make_room) for a in range(len(self.accounts))]
         side = WebsocketSide(
             s, [a.admission for a in self.accounts], limiters,
             lambda env, admissions: self._websockets(env, admissions, LoopWebsockets),

@@ -1,11 +1,13 @@
 """Websockets on the compiled engine: the SimPy model's session processes, run by Python
 between the compiled loop's events, over the loop's own limiter state.
 
-The websocket side of a run is few events (handshakes, drops, reconnects, a publish per
-event of a billed stream with live connections) next to the HTTP traffic, and its rules
-(slots, stale expiries, the publish chain, lost-event counts) are the model's
-:class:`~sim.model.websockets.sessions.Websockets`: it runs here unchanged, on a SimPy
-environment of its own (:class:`WebsocketSide`), and the loop hands over at its events.
+The websocket side of a run is few events (handshakes, drops, reconnects) next to the
+HTTP traffic, and its rules (slots, stale expiries, reconnects, lost-event counts) are the
+model's :class:`~sim.model.websockets.sessions.Websockets`: it runs here unchanged, on a
+SimPy environment of its own (:class:`WebsocketSide`), and the loop hands over at its
+events. The exception is a billed stream's publish chain, an event per published event
+with a spend per live connection: the loop runs it (:mod:`sim.compiled.publish`, kept
+in step by :class:`~sim.compiled.sessions.LoopWebsockets`).
 
 Order: SimPy runs events by ``(time, priority, id)``, the id a single counter in schedule
 order. The websocket environment takes its ids from the loop's ``seq`` counter
@@ -31,7 +33,6 @@ import numpy as np
 import simpy
 
 from ..policy.admission import Admission
-from ..policy.limiter import WindowStats
 from . import loop as lp
 from . import policies as po
 from .jit import njit
@@ -69,10 +70,9 @@ class ArrayLimiter:
     with the verbs the websocket side uses. ``make_room(now)`` is called when a spend
     finds no row for the window or day it may open; it is tried again after."""
 
-    def __init__(self, state: dict[str, np.ndarray], account: int, budget_cu: float,
-                 window_s: float, make_room: Callable[[float], None]) -> None:
+    def __init__(self, state: dict[str, np.ndarray], account: int,
+                 make_room: Callable[[float], None]) -> None:
         self._s, self._a = state, account
-        self.budget_cu, self.window_s = budget_cu, window_s
         self._make_room = make_room
 
     def spend(self, now: float, cost: float) -> int:
@@ -91,9 +91,6 @@ class ArrayLimiter:
         """Whole seconds (at least 1) to the next window's start."""
         s = self._s
         return int(lim_retry_after(s["LF"], s["LI"], self._a, float(now)))
-
-    def window_stats(self) -> WindowStats:  # pragma: no cover - the engine reads them
-        raise NotImplementedError("the compiled engine reads the windows from its arrays")
 
 
 class SharedSeq:

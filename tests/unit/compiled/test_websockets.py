@@ -71,7 +71,7 @@ def test_array_limiter_spends_as_the_limiter(budget, alignment, allowance, day_o
                     day_offset_s=day_offset)
     s = _state(lim, 2, 2, day_offset)
     calls: list = []
-    adapter = ArrayLimiter(s, 0, budget, lim.window_s, _grower(s, day_offset, calls))
+    adapter = ArrayLimiter(s, 0, _grower(s, day_offset, calls))
     now = 0.0
     for dt, spend, cost in ops:
         now += dt
@@ -106,7 +106,7 @@ def test_a_spend_without_room_changes_nothing_and_asks_for_it():
     for k, v in before.items():
         assert np.array_equal(s[k], v, equal_nan=True), k
     calls: list = []
-    adapter = ArrayLimiter(s, 0, 100.0, 12.0, _grower(s, 0.0, calls))
+    adapter = ArrayLimiter(s, 0, _grower(s, 0.0, calls))
     assert adapter.spend(late, 10.0) == po.OK and calls == [late]
 
 
