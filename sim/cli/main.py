@@ -193,7 +193,7 @@ def _load(scenario: str | None, overrides: tuple[str, ...], seed: int | None = N
 @click.option("--engine", type=click.Choice(["auto", "simpy", "compiled"]), default="auto",
               show_default=True,
               help="auto: the compiled (numba) engine where it covers every feature of the "
-                   "scenario (not websockets), else the SimPy "
+                   "scenario (websockets included), else the SimPy "
                    "model, saying why on stderr; both write the same rows. compiled on a "
                    "scenario it does not cover is an error.")
 @set_option()

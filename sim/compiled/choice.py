@@ -25,8 +25,6 @@ def uncovered(loaded: LoadedScenario) -> list[str]:
     """What in ``loaded`` the compiled engine does not run (empty: it runs it all)."""
     sc = loaded.scenario
     why = []
-    if sc.streams:
-        why.append("websocket streams ([[streams]])")
     if sc.limiter.kind != "fixed-window":
         why.append(f"the {sc.limiter.kind} limiter")
     if sc.http_limits.max_new_connections_per_s > MAX_OPENS_PER_S:

@@ -13,7 +13,10 @@ Covered: open-loop sources (drawn or replayed from traces), closed-loop workers 
 requests and think times drawn by Python 256 at a time), every retry policy and the
 retry budget, pacing, HTTP/2 and HTTP/1.1 pools with the account's connection cap and
 open rate, several accounts, the fixed-window limiter with its alignments, refund rules
-and daily allowance. Not covered (:func:`sim.compiled.choice.uncovered`): websockets.
+and daily allowance. Websockets: the model's session processes run by Python between the
+loop's events, on the loop's limiter arrays, and billed publishing in the loop
+(:mod:`sim.compiled.websockets`, :mod:`sim.compiled.sessions`,
+:mod:`sim.compiled.publish`). Not covered: :func:`sim.compiled.choice.uncovered`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from ..policy.limiter import CULimiter, WindowStats
 from ..policy.retry import _BLOCK as JITTER_BLOCK
 from . import loop as lp
 from . import policies as po
+from . import publish as pb
+from .sessions import LoopWebsockets
+from .websockets import ArrayLimiter, WebsocketSide
 
 #: Requests a closed-loop worker draws at a time (TierRun._wake's chunk).
 WORKER_CHUNK = 256
@@ -63,14 +69,14 @@ class CompiledTierRun(TierRun):
 
     def run(self) -> TierResult:
         """Simulate until every request, retries included, has its final outcome."""
-        if self.ws is not None:
-            raise RuntimeError("the compiled engine runs no websockets")
         self._build_state()
         s = self._s
+        side = self._websocket_side()
         blocks = self.plan.demand_blocks()
         next_report = 0.0
+        args = self._args()
         while True:
-            code = lp.run_loop(*self._args())
+            code = lp.run_loop(*args)
             if code == lp.RC_DONE:
                 break
             if code == lp.RC_FLUSH:
@@ -87,9 +93,60 @@ class CompiledTierRun(TierRun):
                 self._refill_jitter()
             elif code == lp.RC_WORKER:
                 self._refill_worker(int(s["G"][po.G_WORKER]))
+            elif code == lp.RC_WS:
+                side.run_until_head()
+            elif code == lp.RC_PUBLISH:
+                side.finish_publish()
+            elif code == lp.RC_TIMES:
+                side.refill()
+            if code == lp.RC_BLOCK or code == lp.RC_GROW or self._arrays_replaced:
+                args = self._args()  # (arrays replaced: grown, or the next block)
         self._move_rows(full_only=False)
         self.rec.close(handshake_rid=int(s["G"][po.G_CLOSED_RID]))
-        return self._result()
+        end_s = float(s["GF"][lp.GF_NOW])
+        if side is not None:
+            end_s = max(end_s, side.now)
+        return self._result(end_s, side.result() if side is not None else None)
+
+    def _websocket_side(self) -> WebsocketSide | None:
+        """The websocket side (None without ``[[streams]]``), its processes started as
+        TierRun.run starts them: after the feeder and the closed-loop workers."""
+        if self.ws is None:
+            return None
+        s = self._s
+        limiters = [ArrayLimiter(s, a, self._make_room) for a in range(len(self.accounts))]
+        side = WebsocketSide(
+            s, [a.admission for a in self.accounts], limiters,
+            lambda env, admissions: self._websockets(env, admissions, LoopWebsockets),
+            self._push_event, self._replaced)
+        self.ws = side.ws
+        side.start()
+        return side
+
+    def _replaced(self) -> None:
+        self._arrays_replaced = True
+
+    def _push_event(self, t: float, kind: int, obj: int) -> None:
+        """Schedule a loop event from Python (the next seq), with room for it."""
+        s = self._s
+        if int(s["G"][po.G_EVN]) + 16 > len(s["EF"]):
+            size = 2 * len(s["EF"])
+            s["EF"], s["EI"] = _grow_rows(s["EF"], size), _grow_rows(s["EI"], size)
+            self._arrays_replaced = True
+        key = lp.NORMAL_KEY + int(s["G"][po.G_SEQ])
+        lp.ev_push(s["EF"], s["EI"], s["G"], t, kind, obj)
+        GF, GS = s["GF"], s["GS"]
+        if t < GF[lp.GF_HEAD_T] or (t == GF[lp.GF_HEAD_T] and key < GS[lp.GS_HEAD_KEY]):
+            # the loop's next event now: the websocket side stops before it
+            GF[lp.GF_HEAD_T], GS[lp.GS_HEAD_KEY] = t, key
+
+    def _make_room(self, now: float) -> None:
+        """Room in the limiter arrays for a spend at ``now`` (a window and a day row)."""
+        s = self._s
+        if now >= s["GF"][lp.GF_DAY_LIMIT]:
+            self._grow_days(now)
+        if (s["LI"][:, po.LI_NWIN] + 2 > s["WF"].shape[1]).any():
+            self._grow_windows()
 
     # -- state -----------------------------------------------------------------------
 
@@ -218,8 +275,12 @@ class CompiledTierRun(TierRun):
             AO=_columns(rc.ATTEMPT_ROW, lp.ATTEMPT_VALUES, chunk),
             QO=_columns(rc.REQUEST_ROW, lp.REQUEST_VALUES, chunk),
             WKF=WKF, WKI=WKI, WCM=np.zeros((len(workers), WORKER_CHUNK), dtype=np.int64),
-            WCF=np.zeros((len(workers), lp.WC_NF, WORKER_CHUNK)))
+            WCF=np.zeros((len(workers), lp.WC_NF, WORKER_CHUNK)),
+            # billed websocket streams (sim.compiled.publish; set by the websocket side)
+            PB=np.zeros((0, pb.PB_NI), dtype=np.int64), PC=np.zeros(0),
+            PT=np.zeros((0, 1)), PL=np.zeros((0, 1), dtype=np.int64))
         GF[lp.GF_DURATION] = sc.duration_s
+        GF[lp.GF_WS_T] = np.inf  # no websocket event (until the side posts one)
         G[po.G_NFREE_R], G[po.G_NFREE_C] = n_req, n_conn
         self._day_offset = float(sc.day_offset_s)
         self._set_day_limit()
@@ -227,9 +288,11 @@ class CompiledTierRun(TierRun):
     _ARGS = ("G", "GF", "GS", "EF", "EI", "RF", "RI", "rfree", "CF", "CI", "CR", "cfree",
              "PF", "PI", "AF", "AI", "KF", "KI", "OR", "OI", "LF", "LI", "WF", "WI", "DF",
              "DI", "SF", "SI", "JU", "DT", "DX", "DR", "GATE", "AFTER", "RETRY_ON", "HALF",
-             "KEY_ACCT", "POOL_OF", "AO", "QO", "WKF", "WKI", "WCM", "WCF")
+             "KEY_ACCT", "POOL_OF", "AO", "QO", "WKF", "WKI", "WCM", "WCF", "PB", "PC", "PT",
+             "PL")
 
     def _args(self) -> list:
+        self._arrays_replaced = False
         s = self._s
         return [s[name] for name in self._ARGS]
 
@@ -256,19 +319,29 @@ class CompiledTierRun(TierRun):
             s["CF"], s["CI"], s["CR"] = (_grow_rows(s[k], size) for k in ("CF", "CI", "CR"))
             s["cfree"] = self._more_free(s["cfree"], po.G_NFREE_C, old, size)
         if s["EF"][0] >= s["GF"][lp.GF_DAY_LIMIT]:
-            day = int((s["EF"][0] + self._day_offset) // po.DAY_S)
-            size = 2 * (day + 4)
-            s["DF"] = _grow_axis1(s["DF"], size, np.nan)
-            s["DF"][:, :, po.D_USED] = np.nan_to_num(s["DF"][:, :, po.D_USED])
-            s["DI"] = _grow_axis1(s["DI"], size)
-            self._set_day_limit()
+            self._grow_days(s["EF"][0])
         most = int(s["GS"][lp.GS_MAX_POOL_CONNS])
         if (s["AI"][:, po.AI_NCLOSE] + most + 4 > s["KF"].shape[1]).any():
             size = 2 * (int(s["AI"][:, po.AI_NCLOSE].max()) + most + 4)
             s["KF"], s["KI"] = _grow_axis1(s["KF"], size), _grow_axis1(s["KI"], size)
         if (s["LI"][:, po.LI_NWIN] + 2 > s["WF"].shape[1]).any():
-            size = 2 * s["WF"].shape[1]
-            s["WF"], s["WI"] = _grow_axis1(s["WF"], size), _grow_axis1(s["WI"], size)
+            self._grow_windows()
+
+    def _grow_days(self, t: float) -> None:
+        s = self._s
+        self._arrays_replaced = True
+        day = int((t + self._day_offset) // po.DAY_S)
+        size = 2 * (day + 4)
+        s["DF"] = _grow_axis1(s["DF"], size, np.nan)
+        s["DF"][:, :, po.D_USED] = np.nan_to_num(s["DF"][:, :, po.D_USED])
+        s["DI"] = _grow_axis1(s["DI"], size)
+        self._set_day_limit()
+
+    def _grow_windows(self) -> None:
+        s = self._s
+        self._arrays_replaced = True
+        size = 2 * s["WF"].shape[1]
+        s["WF"], s["WI"] = _grow_axis1(s["WF"], size), _grow_axis1(s["WI"], size)
 
     def _more_free(self, free: np.ndarray, counter: int, old: int, size: int) -> np.ndarray:
         G = self._s["G"]
@@ -329,14 +402,22 @@ class CompiledTierRun(TierRun):
             n = int(G[counter])
             if n and (not full_only or n >= self.rec.chunk_rows):
                 cols = s["AO" if attempts else "QO"]
-                self.rec.add_chunk(attempts, {name: col[:n].copy()
-                                              for name, col in zip(fmt.names, cols,
-                                                                   strict=True)})
+                if attempts and n < self.rec.chunk_rows:
+                    # The last attempts go to the recorder's buffer, where the handshake
+                    # rows follow them (its close): the chunks are the SimPy model's.
+                    rows = np.empty(n, dtype=fmt.dtype)
+                    for name, col in zip(fmt.names, cols, strict=True):
+                        rows[name] = col[:n]
+                    self.rec.attempt_buf += rows.tobytes()
+                else:
+                    self.rec.add_chunk(attempts, {name: col[:n].copy()
+                                                  for name, col in zip(fmt.names, cols,
+                                                                       strict=True)})
                 G[counter] = 0
 
     # -- the result ------------------------------------------------------------------
 
-    def _result(self) -> TierResult:
+    def _result(self, end_s: float, websockets) -> TierResult:
         s = self._s
         accounts = []
         for a, acct in enumerate(self.accounts):
@@ -360,4 +441,4 @@ class CompiledTierRun(TierRun):
                                   int(ai[po.AI_REFUSED]))))
         return tier_result(self.tier, self.rec, self.minutes, accounts,
                            self.accounts[0].limiter.window_s,
-                           int(s["SI"][:, po.SI_REFUSALS].sum()), float(s["GF"][lp.GF_NOW]))
+                           int(s["SI"][:, po.SI_REFUSALS].sum()), end_s, websockets)

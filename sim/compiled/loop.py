@@ -4,16 +4,19 @@ sources and closed-loop workers), step for step, over struct-of-arrays state.
 One heap of ``(time, seq)`` events, ``seq`` taken in the order the SimPy model schedules
 (SimPy breaks equal-time ties by its event id, which is that order): the feeder's wake
 (``FEED``), a request's first send, send, paced send, arrival at the service, completion
-and 430 reply, a client pool's wake and a closed-loop worker's wake. Each handler is the
+and 430 reply, a client pool's wake, a closed-loop worker's wake and a billed websocket
+stream's publish (:mod:`sim.compiled.publish`; the rest of the websocket side is Python's,
+:mod:`sim.compiled.websockets`, and the loop returns at its events). Each handler is the
 model's method of the same name with its float expressions written as the model writes
 them (``now + (start - now + half_rtt)`` is not ``start + half_rtt``).
 
 :func:`run_loop` runs events until it must return to Python, at an event boundary, with
 one of the ``RC_*`` codes: a row buffer is full (flush it), the feeder needs the next
 demand block, a state array needs room, a source's jitter block is spent, a worker needs
-its next chunk of requests, or the heap is empty (done). The caller does that and calls
-again: nothing is lost between calls, so a run is resumable at every return and its
-memory stays flat in run length.
+its next chunk of requests, a websocket event comes first, a publish needs Python (a
+delivery could not spend; the stream's next times), or the heap is empty (done). The
+caller does that and calls again: nothing is lost between calls, so a run is resumable
+at every return and its memory stays flat in run length.
 """
 
 from __future__ import annotations
@@ -72,14 +75,16 @@ from .policies import (
     schedule_close,
     stream_on,
 )
+from .publish import ALL_SPENT, PB_ACTIVE, PB_DONE, PB_LEN, PB_NEXT, PB_NLIVE, publish
 
 FEED_HORIZON_S = 1.0  # sim.model.engine.FEED_HORIZON_S (a test keeps them equal)
 
 # event kinds
-EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE, EV_WORKER = \
-    range(9)
+EV_FEED, EV_FIRST, EV_SEND, EV_PACED, EV_ARRIVE, EV_COMPLETE, EV_430, EV_WAKE, EV_WORKER, \
+    EV_PUBLISH = range(10)
 # return codes
-RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER = range(6)
+RC_DONE, RC_FLUSH, RC_BLOCK, RC_GROW, RC_JITTER, RC_WORKER, RC_WS, RC_PUBLISH, RC_TIMES = \
+    range(9)
 # closed-loop workers: WKF[w, WK_*] floats, WKI[w, WKI_*] ints; their chunk of drawn
 # requests: WCM[w, k] the method, WCF[w, WC_*, k] the rest (refilled by Python)
 WK_PAUSE, WK_HALF, WK_NF = range(3)
@@ -100,14 +105,24 @@ ATTEMPT_VALUES = ("request_id", "attempt", "source", "method", "key", "region", 
 REQUEST_VALUES = ("request_id", "source", "method", "key", "t_first", "t_end", "outcome",
                   "attempts")
 # G's float twin: GF[GF_*]
-GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_NF = range(5)
+(GF_NOW, GF_DAY_LIMIT, GF_LAST_FED, GF_DURATION, GF_WS_T, GF_HEAD_T, GF_CU_PUBLISH,
+ GF_PUB_SPENT, GF_PUB_NEXT, GF_NF) = range(10)
 # the demand buffer: DT[j] send time; DX[j, :] source, method, key, region, then the seq
 # and request id the feeder gave it (seq -1: it went on the heap); DR[j, :] reserve,
 # actual, service time, then the time of its first-send event
 DX_SEQ, DX_RID, DX_NI = 4, 5, 6
 DR_TIME, DR_NF = 3, 4
 # sizes the loop checks room for: GS[GS_*]
-GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_NI = range(6)
+(GS_MAX_POOL_CONNS, GS_OK, GS_430, GS_434, GS_WS_CU, GS_WS_KEY, GS_HEAD_KEY, GS_PUB_STREAM,
+ GS_PUB_AT, GS_NI) = range(10)
+# the websocket side (run by Python, sim.compiled.websockets): its next event's time
+# GF[GF_WS_T] (inf: none) and key GS[GS_WS_KEY] = SimPy priority * NORMAL_KEY + event id;
+# before returning RC_WS the loop leaves its own next event's in GF_HEAD_T, GS_HEAD_KEY;
+# a billed stream's publishing is a loop event (sim.compiled.publish): RC_TIMES asks for
+# stream GS_PUB_STREAM's next times, RC_PUBLISH for the rest of a publish in which the
+# delivery to live connection GS_PUB_AT could not spend (GF_PUB_SPENT spent before it,
+# GF_PUB_NEXT the stream's next time)
+NORMAL_KEY = 1 << 62
 
 
 @njit_inline
@@ -165,6 +180,17 @@ def _start_request(G, RF, RI, rfree, DT, DX, DR, HALF, j):
     RF[q, R_TSEND] = tj
     RF[q, R_HALF] = HALF[reg]
     return q
+
+
+@njit_inline
+def _ws_first(GF, GS, t, seq):
+    """Whether the websocket side's next event comes before the loop's (at ``t``,
+    ``seq``) in SimPy's order, (time, priority, id): every loop event is NORMAL but the
+    feeder's start (seq 0), SimPy's URGENT Initialize."""
+    key = seq + NORMAL_KEY if seq > 0 else 0
+    GF[GF_HEAD_T] = t
+    GS[GS_HEAD_KEY] = key
+    return GF[GF_WS_T] < t or GS[GS_WS_KEY] < key
 
 
 @njit_inline
@@ -273,7 +299,7 @@ def _free_request(G, rfree, r):
 @njit
 def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI, KF, KI,
              OR, OI, LF, LI, WF, WI, DF, DI, SF, SI, JU, DT, DX, DR, GATE, AFTER, RETRY_ON,
-             HALF, KEY_ACCT, POOL_OF, AO, QO, WKF, WKI, WCM, WCF):
+             HALF, KEY_ACCT, POOL_OF, AO, QO, WKF, WKI, WCM, WCF, PB, PC, PT, PL):
     """Run events until Python must act; returns an ``RC_*`` code (see the module)."""
     n_out = AO[0].shape[0]
     n_acct = LF.shape[0]
@@ -299,10 +325,19 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             t = te
             kind = EV_FIRST
         elif G[G_EVN] == 0:
+            if GF[GF_WS_T] < INF:
+                GF[GF_HEAD_T] = INF
+                return RC_WS
             return RC_DONE
         else:
             t = EF[0]
             kind = EI[0, 1]
+        if GF[GF_WS_T] <= t and _ws_first(GF, GS, t, DX[fj, DX_SEQ] if arrival else EI[0, 0]):
+            return RC_WS
+        if kind == EV_PUBLISH and PB[EI[0, 2], PB_NEXT] == PB[EI[0, 2], PB_LEN] and \
+                not PB[EI[0, 2], PB_DONE]:
+            GS[GS_PUB_STREAM] = EI[0, 2]
+            return RC_TIMES
         left = G[G_BLEN] - fj
         if kind == EV_WORKER and t < GF[GF_DURATION] and \
                 WKI[EI[0, 2], WKI_K] == WKI[EI[0, 2], WKI_N]:
@@ -359,6 +394,21 @@ def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI
             if more:
                 fl = float(math.floor(DT[j]))
                 ev_push(EF, EI, G, now + ((fl if fl > until else until) - now), EV_FEED, -1)
+            continue
+
+        if kind == EV_PUBLISH:  # Websockets._publish
+            failed, spent, nxt = publish(PB, PC, PT, PL, LF, LI, WF, WI, DF, DI, r, now)
+            if failed != ALL_SPENT:
+                GS[GS_PUB_STREAM] = r
+                GS[GS_PUB_AT] = failed
+                GF[GF_PUB_SPENT] = spent
+                GF[GF_PUB_NEXT] = nxt
+                return RC_PUBLISH
+            GF[GF_CU_PUBLISH] += spent
+            if PB[r, PB_NLIVE] > 0 and nxt < INF:
+                ev_push(EF, EI, G, now + (nxt - now), EV_PUBLISH, r)
+            else:
+                PB[r, PB_ACTIVE] = 0
             continue
 
         if kind == EV_WAKE:  # ClientPool._wake

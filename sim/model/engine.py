@@ -36,7 +36,7 @@ from simpy.events import NORMAL, Event
 from ..config.tiers import APIS, RPC, Tier
 from ..core.rng import stream
 from ..core.vocabulary import Rng
-from ..policy.admission import ORDER
+from ..policy.admission import ORDER, Admission
 from ..policy.connections import AccountConnections
 from ..policy.limiter import OK as LIM_OK
 from ..policy.limiter import WindowStats
@@ -286,21 +286,26 @@ class TierRun:
         self._apack = rc.ATTEMPT_ROW.packer(*_ATTEMPT_VALUES)
         self._qpack = rc.REQUEST_ROW.packer(*_REQUEST_VALUES)
         self._abytes, self._qbytes = self.rec.attempt_chunk_bytes, self.rec.request_chunk_bytes
-        self.ws = None
-        if sc.streams:
-            a0 = self.accounts[0]
-            # A handshake is an attempt row of source ``len(sources) + client``, its
-            # method the stream's name.
-            rows = [(len(sc.sources) + i, t.methods.index(c.stream), t.keys.index(c.key),
-                     t.regions.index(c.region or sc.regions[0].name))
-                    for i, c in enumerate(sc.streams)]
-            self.ws = Websockets(
-                self.env, a0.limiter, a0.tier, list(sc.streams), sc.ws, plan.loaded.pricing,
-                key_valid=None, seed=sc.seed,
-                duration_s=sc.duration_s, day_offset_s=sc.day_offset_s,
-                admissions=[a.admission for a in self.accounts],
-                client_account=[self._key_account[t.keys.index(c.key)] for c in sc.streams],
-                handshakes=RecorderHandshakes(self.rec, rows, a0.admission.connect_cu))
+        self.ws = (self._websockets(self.env, [a.admission for a in self.accounts])
+                   if sc.streams else None)
+
+    def _websockets(self, env, admissions: list[Admission], cls=Websockets) -> Websockets:
+        """The websocket side of the run on ``env``, one :class:`Admission` per account
+        (the compiled engine passes its own environment, admissions over its limiter
+        state and class); handshakes go to the attempt recorder."""
+        sc, t = self.plan.scenario, self.plan.tables
+        a0 = self.accounts[0]
+        # A handshake is an attempt row of source ``len(sources) + client``, its method
+        # the stream's name.
+        rows = [(len(sc.sources) + i, t.methods.index(c.stream), t.keys.index(c.key),
+                 t.regions.index(c.region or sc.regions[0].name))
+                for i, c in enumerate(sc.streams)]
+        return cls(
+            env, admissions[0].limiter, a0.tier, list(sc.streams), sc.ws,
+            self.plan.loaded.pricing, key_valid=None, seed=sc.seed,
+            duration_s=sc.duration_s, day_offset_s=sc.day_offset_s, admissions=admissions,
+            client_account=[self._key_account[t.keys.index(c.key)] for c in sc.streams],
+            handshakes=RecorderHandshakes(self.rec, rows, a0.admission.connect_cu))
 
     def _admission(self, source: int, key: int, method: int) -> int | Limiter:
         """What the service does with an attempt before its limiter (:data:`ORDER`'s steps

@@ -4,12 +4,14 @@ Both engines run every shipped scenario the compiled engine covers, and stress s
 written to reach each rule the two must agree on (phases, current-window refunds, UTC
 midnight with a daily allowance, 430s from the connection cap and the open rate,
 queueing for streams, HTTP/1.1 without reuse, unknown keys, retry budgets, pacing,
-several accounts, closed-loop workers). Rows are compared as the spooled Parquet files, with pandas
-``.equals`` (NaN equal to NaN, every bit of every float otherwise), and so are the
-limiter's windows, the daily ledger, the connection figures and the run's end. And
-``capsim run`` writes the same report folder with either engine (but for the line and
-the summary key that name the engine), and the default scenario, which the compiled
-engine does not cover, byte for byte what ``--engine simpy`` writes under ``auto``.
+several accounts, closed-loop workers, and websockets: reconnect storms into 435 with
+stale slots, publish exhaustion closing or dropping, open-loop sessions, two accounts,
+handshakes and HTTP attempts competing for a window's last CU, ties at window
+boundaries). Rows are compared as the spooled Parquet files, with pandas ``.equals``
+(NaN equal to NaN, every bit of every float otherwise), and so are the limiter's
+windows, the daily ledger, the connection figures, the websocket result and the run's
+end. And ``capsim run`` writes the same report folder with either engine (but for the
+line and the summary key that name the engine), the default scenario included.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -25,8 +28,9 @@ from scenarios import poisson_source, scenario_text
 from sim.cli.main import main
 from sim.compiled.choice import uncovered
 from sim.config.resolved import load
-from sim.core.vocabulary import CONN_430, HTTP_434, OK, PAY_402, RPC_32005
+from sim.core.vocabulary import AUTH_401, CONN_430, HTTP_434, OK, PAY_402, RPC_32005, WS_435, WS_CU
 from sim.model.engine import TierRun
+from sim.model.websockets import CLEAN, END, EXHAUSTED, UNCLEAN
 from sim.workload.demand import build_plan
 
 pytest.importorskip("numba")
@@ -132,6 +136,96 @@ def _several_accounts() -> str:
             + _src("z", 2, key="nope", client="once"))
 
 
+# Websockets: a custom tier with the Streams API and a small slot cap and budget.
+WS_TIER = ('[[custom_tiers]]\nname = "WsTiny"\napis = ["rpc", "streams"]\n'
+           'cu_per_window = {cu}\nws_cap = {cap}\n{extra}')
+
+
+def _ws(name, *, cu, cap, duration=400, extra="", ws="", streams, sources=None, account=True):
+    text = (f'name = "{name}"\nduration = {duration}\ntiers = ["WsTiny"]\n'
+            + WS_TIER.format(cu=cu, cap=cap, extra=extra)
+            + ('[account]\nkeys = ["k"]\n' if account else "") + ws + streams)
+    return text + (_src("s", 8) if sources is None else sources)
+
+
+def _stream(name, stream, *, key="k", **fields):
+    text = f'[[streams]]\nname = "{name}"\nkey = "{key}"\nstream = "{stream}"\n'
+    return text + "".join(f"{k} = {v}\n" for k, v in fields.items())
+
+
+WS_STRESS = {
+    # four connections on a cap of 2, unclean drops (and three drop-everything moments)
+    # leaving stale slots 20-40 s: reconnects run into 435 and ws_cu_rejected
+    "ws-reconnect-storm": _ws(
+        "storm", cu=400, cap=2, ws="[ws]\nstale_expiry_s = { low = 20, high = 40 }\n",
+        streams=(_stream("storm", "pending-txs", connections=4,
+                         reconnect='{ policy = "retry-after", jitter_s = 0.5 }',
+                         faults=('{ mean_time_between_drops_s = 40, clean_close_fraction = '
+                                 '0.3, drop_all_at_s = [60, 120, 180] }'))
+                 + _stream("heads", "new-blocks", reconnect='{ policy = "immediate" }',
+                           faults="{ mean_time_between_drops_s = 50 }"))),
+    # billed deliveries past a small budget beside HTTP: connections closed (exhausted)
+    "ws-exhausted-close": _ws(
+        "exhaust", cu=300, cap=4, ws='[ws]\npending_txs_rate = 12\non_exhausted = "close"\n'
+        '[clients.default]\nretry = { policy = "retry-after", max_attempts = 3 }\n',
+        streams=(_stream("mempool", "pending-txs", connections=3,
+                         reconnect='{ policy = "exponential", base_s = 0.5, cap_s = 8 }')
+                 + _stream("heads", "new-blocks", reconnect='{ policy = "fixed", delay_s = 1 }')),
+        sources=_src("s", 4)),
+    # the same with deliveries dropped: the streams stay open
+    "ws-exhausted-drop": _ws(
+        "drop", cu=300, cap=4, ws='[ws]\npending_txs_rate = 12\non_exhausted = "drop"\n',
+        streams=_stream("mempool", "pending-txs", connections=3), sources=_src("s", 4)),
+    # open-loop sessions (lost when refused) beside closed-loop sessions with gaps
+    "ws-open-loop": _ws(
+        "openloop", cu=500, cap=3, duration=600, ws="[ws]\nstale_expiry_s = 15\n",
+        streams=(_stream("visitors", "pending-txs",
+                         arrival='{ process = "poisson", rate = 0.3 }',
+                         session='{ dist = "exponential", mean = 20 }',
+                         faults="{ mean_time_between_drops_s = 30 }")
+                 + _stream("sessions", "new-blocks", connections=2,
+                           session='{ dist = "exponential", mean = 40 }',
+                           gap='{ dist = "exponential", mean = 5 }',
+                           reconnect='{ policy = "retry-after", max_attempts = 3 }')),
+        sources=_src("s", 5)),
+    # two accounts (one on a tier without RPC: HTTP 402), a client of no account (401)
+    "ws-two-accounts": _ws(
+        "twoacct", cu=300, cap=2, account=False,
+        ws=('[[accounts]]\nname = "a"\nkeys = ["ka"]\n[[accounts]]\nname = "b"\n'
+            'keys = ["kb"]\ntier = "Streams"\n[ws]\npending_txs_rate = 10\n'),
+        streams=(_stream("a-mempool", "pending-txs", key="ka", connections=3,
+                         reconnect='{ policy = "immediate" }',
+                         faults="{ mean_time_between_drops_s = 60 }")
+                 + _stream("b-mempool", "pending-txs", key="kb", connections=2,
+                           faults="{ mean_time_between_drops_s = 80 }")
+                 + _stream("nobody", "new-blocks", key="nope",
+                           reconnect='{ policy = "fixed", delay_s = 5, max_attempts = 4 }')),
+        sources=_src("x", 6, key="ka") + _src("y", 2, key="kb")),
+    # no round trip: block arrivals, new-blocks events, drops and fixed 12 s reconnects
+    # at whole multiples of 12 s, the window boundaries; handshakes and HTTP attempts
+    # compete for a window's last CU under a daily allowance
+    "ws-last-cu-ties": _ws(
+        "lastcu", cu=120, cap=3, duration=360, extra="daily_allowance_cu = 9000\n",
+        ws=('[[regions]]\nname = "here"\nrtt_ms = 0\n[ws]\non_exhausted = "drop"\n'
+            '[clients.default]\nretry = { policy = "retry-after", max_attempts = 5 }\n'),
+        streams=_stream("heads", "new-blocks", connections=3,
+                        reconnect='{ policy = "fixed", delay_s = 12 }',
+                        faults=("{ drop_all_at_s = [24, 48, 96, 120, 240], "
+                                "clean_close_fraction = 1.0 }")),
+        sources=('[[sources]]\nname = "blocks"\nkey = "k"\narrival = { process = "block", '
+                 'per_block = 8, jitter_s = 0, offset_s = 0 }\n' + _src("s", 2))),
+    # two UTC days and more: the daily allowance spent by handshakes, deliveries and a
+    # trickle of HTTP, handshakes refused 402 until the next day; the day rows grow
+    "ws-allowance-days": _ws(
+        "days", cu=120, cap=3, duration=200_000, extra="daily_allowance_cu = 9000\n",
+        ws='[[regions]]\nname = "here"\nrtt_ms = 0\n[ws]\non_exhausted = "drop"\n',
+        streams=_stream("heads", "new-blocks", connections=3,
+                        reconnect='{ policy = "fixed", delay_s = 12 }',
+                        faults="{ mean_time_between_drops_s = 3000 }"),
+        sources=_src("s", 0.05)),
+}
+
+
 def _texts() -> dict[str, str]:
     out = {name: scenario_text(**parts) for name, parts in STRESS.items()}
     out["several-accounts"] = _several_accounts()
@@ -142,6 +236,22 @@ def _spooled(engine, loaded, tier, prefix: Path):
     result = engine(build_plan(loaded), tier, spool=str(prefix)).run()
     return (result, pd.read_parquet(f"{prefix}-attempts.parquet"),
             pd.read_parquet(f"{prefix}-requests.parquet"))
+
+
+def _same_values(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_values(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same_values(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    return a == b or (a != a and b != b)  # NaN equal to NaN
+
+
+def assert_same_websockets(got, ref) -> None:
+    """Every field of two websocket results equal (arrays of the same type, NaN = NaN)."""
+    for name in ref.__dataclass_fields__:
+        assert _same_values(getattr(got, name), getattr(ref, name)), name
 
 
 def assert_same_runs(loaded, tmp_path: Path) -> list[pd.DataFrame]:
@@ -160,6 +270,9 @@ def assert_same_runs(loaded, tmp_path: Path) -> list[pd.DataFrame]:
         assert [a.connections for a in got.accounts] == [a.connections for a in ref.accounts]
         assert got.retry_budget_refusals == ref.retry_budget_refusals
         assert got.end_s == ref.end_s
+        assert (got.websockets is None) == (ref.websockets is None)
+        if ref.websockets is not None:
+            assert_same_websockets(got.websockets, ref.websockets)
         for name in got.minutes:
             assert (got.minutes[name] == ref.minutes[name]).all()
         attempts.append(ref_a)
@@ -172,11 +285,52 @@ def test_shipped_scenarios_identical_rows(path, tmp_path):
     assert_same_runs(loaded, tmp_path)
 
 
-def test_uncovered_shipped_scenarios_are_named():
-    # the default scenario and these have websockets
-    left = {p for p in SHIPPED if uncovered(load(ROOT / p))}
-    assert left == {"workloads/streams-bot.toml", "workloads/live-agreement.toml"}
-    assert uncovered(load(None))
+def test_every_shipped_scenario_is_covered():
+    # websockets included: streams-bot, live-agreement and the default scenario
+    assert not [p for p in SHIPPED if uncovered(load(ROOT / p))]
+    assert not uncovered(load(None))
+
+
+def test_the_default_scenario_identical_rows(tmp_path):
+    assert_same_runs(load(None, ["duration=900"]), tmp_path)
+
+
+@pytest.mark.parametrize("name", list(WS_STRESS))
+def test_websocket_stress_scenarios_identical_rows(name, tmp_path):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(WS_STRESS[name], encoding="utf-8")
+    loaded = load(path)
+    assert not uncovered(loaded)
+    (a,) = assert_same_runs(loaded, tmp_path)
+    # each scenario reaches what it is named for (else the equality proves little)
+    ws = TierRun(build_plan(loaded), loaded.tiers[0]).run().websockets
+    hs = a[a["source"] >= len(loaded.scenario.sources)]
+    http = a[a["source"] < len(loaded.scenario.sources)]
+    kinds = np.bincount(ws.sessions["close_kind"], minlength=4)
+    if name == "ws-reconnect-storm":
+        assert ws.handshakes["435"] > 0 and kinds[UNCLEAN] > 0
+        assert WS_CU in set(hs["outcome"].tolist())
+    elif name == "ws-exhausted-close":
+        assert kinds[EXHAUSTED] > 0 and ws.handshakes["ws_cu_rejected"] > 0
+    elif name == "ws-exhausted-drop":
+        assert kinds[EXHAUSTED] == 0 and ws.sessions["events_dropped"].sum() > 0
+    elif name == "ws-open-loop":
+        assert ws.handshakes["435"] > 0 and kinds[CLEAN] > 0
+        assert (ws.clients["wanted_s"] > ws.clients["connected_s"]).all()
+    elif name == "ws-two-accounts":
+        assert ws.handshakes["401"] > 0 and len(ws.slots_by_account) == 2
+        assert AUTH_401 in set(hs["outcome"].tolist())
+        assert PAY_402 in set(http["outcome"].tolist())
+    elif name == "ws-last-cu-ties":
+        assert ws.handshakes["ws_cu_rejected"] > 0 and kinds[END] > 0
+        assert WS_435 not in set(hs["outcome"].tolist())
+        # handshakes and HTTP attempts at the very window boundaries (multiples of 12 s)
+        assert ((hs["t_send"] % 12) == 0).sum() > 5 and ((http["t_send"] % 12) == 0).sum() > 50
+        assert {OK, RPC_32005} <= set(http["outcome"].tolist())
+    elif name == "ws-allowance-days":
+        refused = hs[hs["outcome"] == PAY_402]
+        assert set((refused["t_send"] // 86_400).tolist()) >= {0, 1, 2}
+        assert ws.handshakes["ok"] > 3
 
 
 @pytest.mark.parametrize("name", list(_texts()))
@@ -213,6 +367,18 @@ def test_stress_scenarios_identical_rows(name, tmp_path):
         assert HTTP_434 in out or OK in out
     elif name == "several-accounts":
         assert CONN_430 in out and len(set(a["key"].tolist())) == 3
+
+
+@pytest.mark.parametrize("name", ["ws-exhausted-close", "ws-open-loop"])
+def test_websocket_publish_times_in_small_blocks(name, tmp_path, monkeypatch):
+    """The loop's copy of each stream's times handed over 3 at a time: chains that
+    restart inside, at the end of and past a block give the same rows."""
+    from sim.compiled import sessions
+
+    monkeypatch.setattr(sessions, "TIMES_BLOCK", 3)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(WS_STRESS[name], encoding="utf-8")
+    assert_same_runs(load(path, ["duration=200"]), tmp_path)
 
 
 def _report_files(folder: Path) -> dict[str, object]:
@@ -261,13 +427,12 @@ def test_capsim_run_writes_the_same_report_with_either_engine(tmp_path):
     _same_folders(tmp_path / "simpy", tmp_path / "compiled")
 
 
-def test_capsim_run_of_the_default_scenario_auto_is_the_simpy_model(tmp_path):
-    """The default scenario has websockets: auto runs SimPy and
-    writes exactly what --engine simpy writes (byte for byte, summary included)."""
+def test_capsim_run_of_the_default_scenario_is_the_same_with_either_engine(tmp_path):
+    """The default scenario (websockets included): auto runs the compiled engine and
+    writes what --engine simpy writes, but for the key and line naming the engine."""
     for engine in ("simpy", "auto"):
-        _capsim_run("--set", "duration=60", "--tier", "RPC", "--tier", "Streams",
-                    "--engine", engine, "--out", str(tmp_path / engine))
-    for name in ("summary.json", "report.md"):
-        assert (tmp_path / "auto" / name).read_bytes() == \
-            (tmp_path / "simpy" / name).read_bytes()
+        _capsim_run("--set", "duration=600", "--engine", engine,
+                    "--out", str(tmp_path / engine))
+    summary = json.loads((tmp_path / "auto" / "summary.json").read_text())
+    assert summary["engine"] == "compiled"
     _same_folders(tmp_path / "simpy", tmp_path / "auto")

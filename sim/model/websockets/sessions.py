@@ -125,10 +125,8 @@ class Websockets:
         used = list(dict.fromkeys(c.stream for c in clients))
         self._sources: dict[str, StreamSource] = {s: settings.source(s) for s in used}
         self._publish_cu = {s: admissions[0].publish_cu.get(s, 0.0) for s in self._sources}
-        self._streams = {s: _Stream(s, PublishTimes(src, stream(seed, Rng.WS, Rng.PUBLISH, s),
-                                                    duration_s, day_offset_s),
-                                    self._publish_cu[s])
-                         for s, src in self._sources.items()}
+        self._streams = {s: _Stream(s, self.publish_times(s), self._publish_cu[s])
+                         for s in self._sources}
         self._close_on_exhausted = settings.on_exhausted == "close"
         self._to_publish = (self._publish,)
         self._active: dict[_Conn, None] = {}  # connections currently wanted
@@ -136,6 +134,11 @@ class Websockets:
         self.records = WsRecords(len(clients), handshakes)
         self._started = False
         self._result: WebsocketsResult | None = None
+
+    def publish_times(self, name: str) -> PublishTimes:
+        """Stream ``name``'s publish times, from the start (the same sequence each call)."""
+        return PublishTimes(self._sources[name], stream(self.seed, Rng.WS, Rng.PUBLISH, name),
+                            self.duration_s, self.day_offset_s)
 
     @property
     def pool(self) -> SlotPool:

@@ -53,7 +53,8 @@ def test_write_matches_capsim_run_and_reads_back(result, tmp_path):
     assert doc["schema_version"] == SCHEMA_VERSION
     assert list(doc)[1:] == ["capsim_version", "scenario", "description", "scenario_file",
                              "seed", "start", "duration_s", "pseudonym_secret", "limiter",
-                             "slo", "recommended", "tiers", "assumptions", "notes"]
+                             "slo", "recommended", "tiers", "assumptions", "notes",
+                             "engine"]  # the default scenario runs compiled under auto
     assert sim.load_summary(folder) == result.summary
     assert sim.load_summary(folder / "summary.json").to_json() == \
         (folder / "summary.json").read_text()

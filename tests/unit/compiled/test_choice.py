@@ -14,8 +14,9 @@ from sim.config.resolved import load
 from sim.core.errors import CapsimError
 
 ROOT = Path(__file__).resolve().parents[3]
-# websockets: what the compiled engine does not run
 STREAMS = poisson_source(1) + '[[streams]]\nname = "c"\nkey = "k"\nstream = "new-blocks"\n'
+# more streams per connection than the compiled engine keeps a row for: it does not run it
+WIDE = "[clients.default.http]\nmax_streams_per_conn = 5000\n"
 WORKERS = ('[[sources]]\nname = "w"\nkey = "k"\n'
            'workers = { count = 2, think = { dist = "exponential", mean = 1.0 } }\n')
 
@@ -27,23 +28,27 @@ def test_auto_runs_the_compiled_engine_on_open_and_closed_loop_demand(tmp_path):
     assert choice.choose_engine(loaded, "simpy").engine == "simpy"
 
 
-def test_auto_falls_back_with_the_reason(tmp_path):
+def test_auto_runs_the_compiled_engine_on_websockets(tmp_path):
     loaded = load(write_scenario(tmp_path, sources=STREAMS))
+    assert choice.uncovered(loaded) == []
+    assert choice.uncovered(load(None)) == []  # the default scenario
+
+
+def test_auto_falls_back_with_the_reason(tmp_path):
+    loaded = load(write_scenario(tmp_path, tables=WIDE))
     chosen = choice.choose_engine(loaded, "auto")
-    assert chosen.engine == "simpy" and "websocket streams" in chosen.reason
-    assert "websocket" in choice.choose_engine(load(None)).reason  # the default scenario
+    assert chosen.engine == "simpy" and "max_streams_per_conn above" in chosen.reason
 
 
 def test_limits_beyond_its_arrays_run_on_simpy(tmp_path):
-    loaded = load(write_scenario(
-        tmp_path, tables="[clients.default.http]\nmax_streams_per_conn = 5000\n"))
+    loaded = load(write_scenario(tmp_path, tables=WIDE))
     assert choice.uncovered(loaded) == [
         "max_streams_per_conn above 4096 (clients default)"]
 
 
 def test_compiled_on_an_uncovered_scenario_is_a_user_error(tmp_path):
-    loaded = load(write_scenario(tmp_path, sources=STREAMS))
-    with pytest.raises(CapsimError, match="websocket streams") as err:
+    loaded = load(write_scenario(tmp_path, tables=WIDE))
+    with pytest.raises(CapsimError, match="max_streams_per_conn") as err:
         choice.choose_engine(loaded, "compiled")
     assert err.value.field == "engine"
 
@@ -90,10 +95,10 @@ def test_cli_compiled_on_an_uncovered_scenario_exits_2_without_traceback(tmp_pat
 
     from sim.cli.main import main
 
-    path = write_scenario(tmp_path, sources=STREAMS)
+    path = write_scenario(tmp_path, tables=WIDE)
     done = CliRunner().invoke(main, ["run", str(path), "--engine", "compiled", "--out",
                                      str(tmp_path / "out")])
     assert done.exit_code == 2
-    assert "compiled engine cannot run this scenario: websocket streams" in done.output
+    assert "compiled engine cannot run this scenario: max_streams_per_conn" in done.output
     assert "Traceback" not in done.output
     assert not (tmp_path / "out").exists()
