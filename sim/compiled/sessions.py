@@ -57,9 +57,7 @@ class LoopWebsockets(Websockets):
         for b, st in enumerate(self._streams.values()):
             k = int(PB[b, pb.PB_COUNT])
             if k:
-                pop = st.times.pop
-                for _ in range(k):
-                    pop()
+                st.times.skip(k)
                 PB[b, pb.PB_COUNT] = 0
             st.active = bool(PB[b, pb.PB_ACTIVE])
         self.records.cu_publish = float(self._state["GF"][lp.GF_CU_PUBLISH])
@@ -69,15 +67,11 @@ class LoopWebsockets(Websockets):
         PB, PT = self._state["PB"], self._state["PT"]
         copy = self._copies[b]
         self._base[b] += int(PB[b, pb.PB_LEN])
-        k = 0
-        while k < TIMES_BLOCK:
-            t = copy.peek()
-            if t == _INF:
-                PB[b, pb.PB_DONE] = 1
-                break
-            copy.pop()
-            PT[b, k] = t
-            k += 1
+        times = copy.take(TIMES_BLOCK)
+        k = len(times)
+        PT[b, :k] = times
+        if k < TIMES_BLOCK:
+            PB[b, pb.PB_DONE] = 1
         PB[b, pb.PB_LEN], PB[b, pb.PB_NEXT] = k, 0
 
     def _position(self, st, b: int) -> None:
@@ -87,10 +81,7 @@ class LoopWebsockets(Websockets):
         k = need - self._base[b]
         if k > PB[b, pb.PB_LEN]:  # past what PT holds: skip the copy to it
             copy = self._copies[b]
-            for _ in range(need - self._base[b] - int(PB[b, pb.PB_LEN])):
-                if copy.peek() == _INF:
-                    break
-                copy.pop()
+            copy.skip(need - self._base[b] - int(PB[b, pb.PB_LEN]))
             self._base[b] = need - int(PB[b, pb.PB_LEN])  # so that refill starts at need
             PB[b, pb.PB_NEXT] = PB[b, pb.PB_LEN]
             if not PB[b, pb.PB_DONE]:

@@ -56,10 +56,8 @@ class PublishTimes:
         while not self._done:
             raw = self._block_times() if self._src.kind == "block" else self._poisson_times()
             if raw:
-                e, buf = self._e, []
-                for t in raw:  # the wake times of a process sleeping t - now each time
-                    e += t - e
-                    buf.append(e)
+                e = self._e  # the wake times of a process sleeping t - now each time
+                buf = [e := e + (t - e) for t in raw]
                 self._e, self._buf, self._i = e, buf, 0
                 return True
         return False
@@ -111,3 +109,33 @@ class PublishTimes:
         if i < len(self._buf):
             return self._buf[i]
         return self._buf[0] if self._refill() else math.inf
+
+    def skip(self, k: int) -> int:
+        """Consume up to ``k`` times, as ``k`` calls of :meth:`peek` then :meth:`pop`
+        stopping at the last; how many were consumed."""
+        done = 0
+        while done < k:
+            if self._i == len(self._buf) and not self._refill():
+                break
+            n = min(k - done, len(self._buf) - self._i)
+            self._i += n
+            self.count += n
+            done += n
+            if self._i == len(self._buf):
+                self._refill()  # as pop() does after the last time of a block
+        return done
+
+    def take(self, k: int) -> list[float]:
+        """Consume and return up to ``k`` times (fewer only at the end), as ``k`` calls
+        of :meth:`peek` then :meth:`pop`."""
+        out: list[float] = []
+        while len(out) < k:
+            if self._i == len(self._buf) and not self._refill():
+                break
+            n = min(k - len(out), len(self._buf) - self._i)
+            out.extend(self._buf[self._i:self._i + n])
+            self._i += n
+            self.count += n
+            if self._i == len(self._buf):
+                self._refill()
+        return out

@@ -77,6 +77,33 @@ def test_poisson_count_over_many_blocks():
     assert pt.peek() == math.inf
 
 
+def _peek_pop(pt: PublishTimes, k: int) -> list[float]:
+    """``k`` times the way the model consumes them: one peek and one pop each."""
+    out = []
+    for _ in range(k):
+        t = pt.peek()
+        if t == math.inf:
+            break
+        pt.pop()
+        out.append(t)
+    return out
+
+
+def test_take_and_skip_consume_as_peek_and_pop_do():
+    # Across block boundaries (1,024 draws a block), mixed with before(), up to the end.
+    src = StreamSource(stream="pending-txs", kind="poisson", rate=20.0)
+    one, bulk = _times(src, 400.0), _times(src, 400.0)
+    for k in (3, 1021, 1, 2048, 5, 700, 10_000):
+        assert bulk.take(k) == _peek_pop(one, k)
+        assert bulk.count == one.count
+        assert bulk.skip(k // 2 + 1) == len(_peek_pop(one, k // 2 + 1))
+        assert bulk.count == one.count and bulk.peek() == one.peek()
+        t = one.peek() + 0.5
+        assert bulk.before(t) == one.before(t)
+    assert bulk.peek() == one.peek() == math.inf
+    assert bulk.take(3) == [] and bulk.skip(3) == 0 and bulk.count == one.count > 7_000
+
+
 class CountingEnvironment(simpy.Environment):
     """Counts every event scheduled."""
 
