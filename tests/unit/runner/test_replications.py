@@ -74,3 +74,27 @@ def test_same_seed_same_bytes(three):
 def test_a_bad_number_of_replications_is_a_user_error(n):
     with pytest.raises(CapsimError, match="--replications.*1 to 100,"):
         _run(replications=n)
+
+
+def test_replications_run_on_the_engine_the_run_chose(monkeypatch):
+    # Each replication runs on the engine replication 0 ran on, and both engines give the
+    # same rows: the replications sections are equal (the engine key aside).
+    import sim.runner.replications as reps
+
+    asked: list[str] = []
+    real = reps.tier_run_class
+
+    def spy(engine: str):
+        asked.append(engine)
+        return real(engine)
+
+    monkeypatch.setattr(reps, "tier_run_class", spy)
+    runs = {}
+    for engine in ("simpy", "compiled"):
+        asked.clear()
+        runs[engine] = _run(replications=2, engine=engine)
+        assert asked == [engine] * len(TIERS)
+    simpy, compiled = (json.loads(runs[e].summary.to_json()) for e in ("simpy", "compiled"))
+    assert compiled.pop("engine") == "compiled" and "engine" not in simpy
+    assert simpy["replications"] == compiled["replications"]
+    assert simpy == compiled
