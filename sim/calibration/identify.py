@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from itertools import combinations
 
 import numpy as np
 import scipy.sparse as sp
@@ -221,9 +220,66 @@ def build_system(ev: Events, budget: float, phase: float, rule: str,
                  flip: np.ndarray | None = None) -> System:
     """The linear system of the decisions at ``phase`` under ``rule`` (module doc);
     ``clipped``: which cross-window refunds clip the counter at zero (current-window);
-    ``drop``: decisions (positions in ``ev.dec``) not imposed; ``flip``: those of them
-    read as mislabelled (:func:`flipped`)."""
+    ``drop``: decisions (positions in ``ev.dec``) trimmed: not imposed, and their own
+    outcome taken as unknown (:func:`trimmed_readings`), so that a mislabelled row
+    among them cannot exclude the truth; ``flip``: rows read as mislabelled
+    (:func:`flipped`)."""
     ev = flipped(ev, flip)
+    if drop is None or not len(drop):
+        return _system(ev, budget, phase, rule, clipped)
+    ev_lo, ev_hi = trimmed_readings(ev, drop)
+    m_lo = _n_cross(ev_lo, phase, rule)
+    c_lo, c_hi = (None, None) if clipped is None else (clipped[:m_lo], clipped[m_lo:])
+    s_lo = _system(ev_lo, budget, phase, rule, c_lo)
+    s_hi = _system(ev_hi, budget, phase, rule, c_hi)
+    n, h = len(ev.dec), len(ev.hard_b)
+    keep = np.ones(n, bool)
+    keep[drop] = False
+    adm = ev.dec_admitted
+    A = np.where(adm[:, None], s_lo.A[:n], s_hi.A[:n])[keep]
+    b = np.where(adm, s_lo.b[:n], s_hi.b[:n])[keep]
+    return System(np.vstack([A, ev.hard_A, s_lo.A[n + h:], s_hi.A[n + h:]]),
+                  np.concatenate([b, ev.hard_b, s_lo.b[n + h:], s_hi.b[n + h:]]), len(A),
+                  np.concatenate([s_lo.cross, s_hi.cross]),
+                  np.concatenate([s_lo.clipped, s_hi.clipped]))
+
+
+def trimmed_readings(ev: Events, trim: np.ndarray) -> tuple[Events, Events]:
+    """The two readings of ``ev`` that bound every window's counter whatever the true
+    outcome of the trimmed decisions ``trim`` (positions in ``ev.dec``): the *low*
+    reading, for admitted decisions, holds none of their reservations but keeps their
+    refunds (an admitted row adds its reservation less a refund, at least minus the
+    refund, in every window; a throttled one nothing); the *high* reading, for
+    throttled decisions, holds every one's reservation and none of their refunds (at
+    most the reservation in its window, nothing elsewhere). Clipping at zero only
+    raises a counter, so both stay bounds under either refund rule."""
+    rows = ev.dec[trim]
+    held = np.isin(ev.res, rows)
+    ev_lo = replace(ev, res=ev.res[~held], res_t=ev.res_t[~held], res_R=ev.res_R[~held])
+    extra = np.asarray(trim)[~np.isin(rows, ev.res)]   # recorded throttled
+    keep_ref = ~np.isin(ev.ref, rows)
+    ev_hi = replace(
+        ev, res=np.concatenate([ev.res, ev.dec[extra]]),
+        res_t=np.concatenate([ev.res_t, ev.dec_t[extra]]),
+        res_R=np.vstack([ev.res_R, ev.dec_R[extra]]) if ev.n_prices else ev.res_R,
+        ref=ev.ref[keep_ref], ref_t=ev.ref_t[keep_ref],
+        ref_origin_t=ev.ref_origin_t[keep_ref], ref_vec=ev.ref_vec[keep_ref],
+        ref_const=ev.ref_const[keep_ref])
+    return ev_lo, ev_hi
+
+
+def _n_cross(ev: Events, phase: float, rule: str) -> int:
+    """How many refunds land in a later window than their reservation's (the clipping
+    candidates of :func:`_system`)."""
+    if ev.unc is not None or rule != "current-window":
+        return 0
+    return int((_window(ev, ev.ref_t, phase) != _window(ev, ev.ref_origin_t, phase)).sum())
+
+
+def _system(ev: Events, budget: float, phase: float, rule: str,
+            clipped: np.ndarray | None = None) -> System:
+    """:func:`build_system` of every decision, none trimmed."""
+    drop = None
     if ev.unc is not None:
         return _build_system_uncertain(ev, budget, phase, rule, drop)
     k = ev.n_prices
@@ -703,92 +759,15 @@ def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
     return [(lo - step, hi + step) for lo, hi in runs]
 
 
-def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
-                 lo: np.ndarray, hi: np.ndarray, max_windows: int = 40,
-                 max_flips: int = 3, top: int = 8, predict: Predict | None = None
-                 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Decisions to leave out so that the rest fit: ``(out, flip)``, positions in
-    ``ev.dec``; ``flip`` (a subset of ``out``) are read as mislabelled.
+def _trimmed(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
+             lo: np.ndarray, hi: np.ndarray, predict: Predict | None
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(trimmed, flipped)`` from :func:`.trim.trim_rows` (none flipped: a trimmed row's
+    outcome is unknown either way), or None."""
+    from .trim import trim_rows  # trim builds on this module's LPs
 
-    An exact minimum is a MILP with one binary per decision, and worse: a mislabelled
-    row also changes what its window holds, so leaving it out is not enough (its
-    reservation is in the window or missing from it). Instead, by window: the L1-elastic
-    LP (least total violation) names the decision it misses most and its whole window is
-    left out (windows are independent, so the error cannot spread), until the rest fit
-    (an LP verifies it; at most ``max_windows``). Then each window left out is tried
-    back with up to ``max_flips`` of its decisions read as mislabelled: first those the
-    replay (``predict``) at an interior point of the rest's prices predicts otherwise
-    than recorded, all together; failing that, each of the
-    ``top`` decisions the elastic LP misses most is tried alone, and when none fits the
-    one missed most is kept flipped and the next tried; then the smallest subset of the
-    flips found that still fits is kept. A window that does not fit stays out whole.
-    No row is left out silently: the caller names every one."""
-    win = _window(ev, ev.dec_t, phase)
-    out = np.zeros(0, np.int64)
-    flip = np.zeros(0, np.int64)
-    gone: list[int] = []
-    for _ in range(max_windows):
-        if feasible(ev, budget, phase, rule, scale, lo, hi, out) is not None:
-            break
-        val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi, out)
-        if not math.isfinite(val):
-            return None
-        kept = np.setdiff1d(np.arange(len(ev.dec)), out)
-        worst = kept[int(np.argmax(viol))]
-        gone.append(int(win[worst]))
-        out = np.union1d(out, np.flatnonzero(win == win[worst]))
-    else:
-        return None
-    guess = None
-    if gone and predict is not None:
-        rest = feasible(ev, budget, phase, rule, scale, lo, hi, out)
-        if rest is not None:
-            pred = predict(rest[1], phase, rule)[ev.dec]
-            guess = pred != np.where(ev.dec_admitted, "ok", "throttled")
-    def fits(o: np.ndarray, f: np.ndarray) -> bool:
-        return feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None
-
-    for w in gone:
-        mine = np.flatnonzero(win == w)
-        base_out = np.setdiff1d(out, mine)
-        found = None
-        if guess is not None and 0 < guess[mine].sum() <= max_flips:
-            odd = mine[guess[mine]]
-            if fits(np.union1d(base_out, odd), np.union1d(flip, odd)):
-                found = odd
-        if found is None:
-            trial = np.zeros(0, np.int64)
-            for _ in range(max_flips + 1):
-                if fits(np.union1d(base_out, trial), np.union1d(flip, trial)):
-                    found = trial
-                    break
-                _val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi,
-                                          np.union1d(base_out, trial),
-                                          flip=np.union1d(flip, trial))
-                kept = np.setdiff1d(np.arange(len(ev.dec)), np.union1d(base_out, trial))
-                ranked = kept[np.argsort(-viol)][:top]
-                ranked = ranked[win[ranked] == w]
-                if not ranked.size:
-                    break
-                for r in ranked:  # the rows missed most, each alone
-                    t2 = np.union1d(trial, [r])
-                    if fits(np.union1d(base_out, t2), np.union1d(flip, t2)):
-                        found = t2
-                        break
-                if found is not None:
-                    break
-                trial = np.union1d(trial, ranked[:1])
-        if found is None:
-            continue  # the window stays out whole
-        # the smallest subset of what was found that still fits
-        for size in range(1, len(found)):
-            sub = next((np.array(c) for c in combinations(found.tolist(), size)
-                        if fits(np.union1d(base_out, c), np.union1d(flip, c))), None)
-            if sub is not None:
-                found = sub
-                break
-        out, flip = np.union1d(base_out, found), np.union1d(flip, found)
-    return out, flip
+    out = trim_rows(ev, budget, phase, rule, scale, lo, hi, predict)
+    return None if out is None else (out, out[:0])
 
 
 def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -879,8 +858,8 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
                         here = (val, int(i))
                 if here is None:
                     continue
-                d = fewest_drops(ev, budget, c[here[1]] % WINDOW_S, rule, scale, lo, hi,
-                                 predict=predict)
+                d = _trimmed(ev, budget, c[here[1]] % WINDOW_S, rule, scale, lo, hi,
+                             predict)
                 if d is not None and (best is None or len(d[0]) < len(best[0][0])):
                     best = (d, here[1], c, o)
         if best is None:
@@ -938,7 +917,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
             break
         better = None
         for f in {id(x): x for x in (fits[0], fits[len(fits) // 2], fits[-1])}.values():
-            d = fewest_drops(ev, budget, f.phase, f.rule, scale, lo, hi, predict=predict)
+            d = _trimmed(ev, budget, f.phase, f.rule, scale, lo, hi, predict)
             if d is not None and len(d[0]) < len(drop) and (
                     better is None or len(d[0]) < len(better[0][0])):
                 better = (d, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
@@ -950,8 +929,9 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
                 odd = np.flatnonzero(pred != np.where(ev.dec_admitted, "ok", "throttled"))
                 size = len(drop) if better is None else len(better[0][0])
                 if 0 < len(odd) < size and feasible(ev, budget, f.phase, f.rule, scale, lo,
-                                                    hi, odd, flip=odd) is not None:
-                    better = ((odd, odd), int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
+                                                    hi, odd) is not None:
+                    better = ((odd, odd[:0]), int(np.argmin(np.abs(cands % WINDOW_S -
+                                                                      f.phase))))
         if better is None:
             break
         (drop, flip), i_best = better
@@ -959,7 +939,9 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
         tried += n
     if drop.size:
         notes.append(f"no phase, refund rule and prices fit every decision: {len(drop)} "
-                     f"left out ({len(flip)} of them read as mislabelled)")
+                     f"of {len(ev.dec):,} ({100 * len(drop) / max(len(ev.dec), 1):.2f} %) "
+                     "trimmed, each row alone, its outcome taken as unknown (likely "
+                     "mislabelled); the intervals are those of the rest")
     if not fits:
         return None
     fit_rules = tuple(r for r in rules if any(f.rule == r for f in fits))
