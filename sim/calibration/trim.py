@@ -8,9 +8,10 @@ row is among the trimmed ones; trimming a correct row only widens it. The search
 row by row, never a whole window: the L1-elastic LP (least total violation, robust to
 a few large outliers) gives a point; the decisions it violates and those the replay at
 that point predicts otherwise than recorded are trimmed; again until the rest fit.
-Then the trimmed rows the replay at an interior point of the rest predicts as recorded
-are tried back, all at once, then in halves, so that as few are trimmed as the data
-allow.
+Then the trimmed rows the replay predicts as recorded at the point where it agrees with
+the most recorded decisions (a maximum-consensus point: at the true prices only the
+mislabelled rows disagree) are tried back, window by window, so that no more are
+trimmed than the data need.
 """
 
 from __future__ import annotations
@@ -91,18 +92,17 @@ def _restore(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarr
              lo: np.ndarray, hi: np.ndarray, predict: Predict | None, out: np.ndarray,
              fit: tuple, passes: int = 3) -> np.ndarray:
     """``out`` with the trimmed rows the rest admit back (module doc): candidates are
-    those the replay at the rest's interior point predicts as recorded and those a few
-    reservations from their threshold there (a correct row next to a mislabelled one
-    is often trimmed with it at a point a little off); each window's candidates are
-    tried back together, then one by one."""
+    those the replay predicts as recorded at the maximum-consensus point
+    (:func:`consensus_point`, from the rest's interior point ``fit``), where a correct
+    row trimmed next to a mislabelled one at a point a little off is predicted right
+    and a mislabelled one is not; each window's candidates are tried back together,
+    then one by one, an LP verifying each."""
     recorded = np.where(ev.dec_admitted, "ok", "throttled")
     win = _window(ev, ev.dec_t, phase)
-    n = len(ev.dec)
     for _ in range(passes):
         if predict is None:
             break
-        kept = np.setdiff1d(np.arange(n), out)
-        theta = consensus_point(fit[1], phase, rule, predict, ev.dec[kept], recorded[kept])
+        theta = consensus_point(fit[1], phase, rule, predict, ev.dec, recorded)
         near = predict(theta, phase, rule)[ev.dec][out] == recorded[out]
         cand = out[near]
         if not cand.size:
