@@ -105,19 +105,6 @@ class Events:
         return budget if self.row_budget is None else self.row_budget[self.dec]
 
 
-def flipped(ev: Events, flip: np.ndarray | None) -> Events:
-    """``ev`` with the outcomes of the decisions ``flip`` (positions in ``ev.dec``) read
-    as the opposite: a row taken as mislabelled, so a recorded admission holds nothing in
-    its window and a recorded throttle holds its reservation."""
-    if flip is None or not len(flip) or ev.rec is None:
-        return ev
-    rows = ev.dec[flip]
-    observed = ev.rec.observed.copy()
-    observed[rows] = np.where(observed[rows] == "ok", "throttled", "ok")
-    return build_events(replace(ev.rec, observed=observed), ev.model, budgets=ev.row_budget,
-                        unc=ev.unc)
-
-
 def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None,
                  budgets: np.ndarray | None = None, unc: Uncertain | None = None) -> Events:
     """The decisions and the CU events of ``rec`` under ``model`` (``use``: the rows
@@ -216,15 +203,13 @@ def _window(ev: Events, t: np.ndarray, phase: float) -> np.ndarray:
 
 
 def build_system(ev: Events, budget: float, phase: float, rule: str,
-                 clipped: np.ndarray | None = None, drop: np.ndarray | None = None,
-                 flip: np.ndarray | None = None) -> System:
+                 clipped: np.ndarray | None = None, drop: np.ndarray | None = None
+                 ) -> System:
     """The linear system of the decisions at ``phase`` under ``rule`` (module doc);
     ``clipped``: which cross-window refunds clip the counter at zero (current-window);
     ``drop``: decisions (positions in ``ev.dec``) trimmed: not imposed, and their own
     outcome taken as unknown (:func:`trimmed_readings`), so that a mislabelled row
-    among them cannot exclude the truth; ``flip``: rows read as mislabelled
-    (:func:`flipped`)."""
-    ev = flipped(ev, flip)
+    among them cannot exclude the truth."""
     if drop is None or not len(drop):
         return _system(ev, budget, phase, rule, clipped)
     ev_lo, ev_hi = trimmed_readings(ev, drop)
@@ -432,8 +417,8 @@ def _build_system_uncertain(ev: Events, budget: float, phase: float, rule: str,
 
 
 def _cross_after(ev: Events, budget: float, phase: float, rule: str, clipped, theta,
-                 drop=None, flip=None):
-    sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
+                 drop=None):
+    sys_ = build_system(ev, budget, phase, rule, clipped, drop)
     m = len(sys_.cross)
     if not m:
         return sys_, np.zeros(0, bool)
@@ -474,14 +459,14 @@ def _rows(sys_: System, budget: float, scale: np.ndarray):
 
 def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
              lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
-             clipped: np.ndarray | None = None, flip: np.ndarray | None = None
+             clipped: np.ndarray | None = None
              ) -> tuple[System, np.ndarray] | None:
     """A feasible ``(system, theta)`` at ``phase`` under ``rule``, or None. Under
     ``current-window`` the clipping pattern is iterated to one consistent at the LP's own
     point -- the most interior one, or where no point fits, the one of least worst
     violation (at most 6 rounds)."""
     for _ in range(6):
-        sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
+        sys_ = build_system(ev, budget, phase, rule, clipped, drop)
         A, b = _rows(sys_, budget, scale)
         k = len(scale)
         if A.shape[0] == 0:
@@ -497,7 +482,7 @@ def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarr
         if not len(sys_.cross):
             return (sys_, theta) if fits else None
         # the pattern at this point (interior if it fits, least worst violation if not)
-        _, want = _cross_after(ev, budget, phase, rule, sys_.clipped, theta, drop, flip)
+        _, want = _cross_after(ev, budget, phase, rule, sys_.clipped, theta, drop)
         if np.array_equal(want, sys_.clipped):
             return (sys_, theta) if fits else None
         clipped = want
@@ -506,10 +491,10 @@ def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarr
 
 def elastic(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
             lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
-            flip: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+            ) -> tuple[float, np.ndarray, np.ndarray]:
     """The least total violation (L1, in budgets) of the decisions at ``phase``: its value,
     each decision's violation and the prices reaching it."""
-    sys_ = build_system(ev, budget, phase, rule, None, drop, flip)
+    sys_ = build_system(ev, budget, phase, rule, None, drop)
     A, b = _rows(sys_, budget, scale)
     k, nd, m = len(scale), sys_.n_dec, A.shape[0]
     S = sp.vstack([sp.eye(nd, format="csr"), sp.csr_matrix((m - nd, nd))])
@@ -704,7 +689,6 @@ class Identified:
 
     fits: list[Fit]
     dropped: np.ndarray              # positions in Events.dec left out (fewest found)
-    flipped: np.ndarray              # those of them read as mislabelled
     low: np.ndarray
     high: np.ndarray
     ratio: dict[tuple[int, int], tuple[float, float]]
@@ -761,13 +745,11 @@ def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
 
 def _trimmed(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
              lo: np.ndarray, hi: np.ndarray, predict: Predict | None
-             ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(trimmed, flipped)`` from :func:`.trim.trim_rows` (none flipped: a trimmed row's
-    outcome is unknown either way), or None."""
+             ) -> np.ndarray | None:
+    """The decisions :func:`.trim.trim_rows` trims, or None."""
     from .trim import trim_rows  # trim builds on this module's LPs
 
-    out = trim_rows(ev, budget, phase, rule, scale, lo, hi, predict)
-    return None if out is None else (out, out[:0])
+    return trim_rows(ev, budget, phase, rule, scale, lo, hi, predict)
 
 
 def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -821,7 +803,6 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
         tried += len(arc_cells) * len(rules)
         arc_cells.sort(key=violation)
     drop = np.zeros(0, np.int64)
-    flip = np.zeros(0, np.int64)
     start = None
     fitting_arcs = 0
     for c, o, _centre in arc_cells[:max_arcs]:
@@ -860,13 +841,13 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
                     continue
                 d = _trimmed(ev, budget, c[here[1]] % WINDOW_S, rule, scale, lo, hi,
                              predict)
-                if d is not None and (best is None or len(d[0]) < len(best[0][0])):
+                if d is not None and (best is None or len(d) < len(best[0])):
                     best = (d, here[1], c, o)
         if best is None:
             return None
-        (drop, flip), start, cands, order = best
+        drop, start, cands, order = best
 
-    def grow(drop: np.ndarray, flip: np.ndarray, start: int) -> tuple[list[Fit], int]:
+    def grow(drop: np.ndarray, start: int) -> tuple[list[Fit], int]:
         """The feasible run of cells around ``start`` under each rule."""
         fits: list[Fit] = []
         n = 0
@@ -877,7 +858,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
                 if i in got:
                     return got[i]
                 ph = cands[i] % WINDOW_S
-                f = feasible(ev, budget, ph, rule, scale, lo, hi, drop, flip=flip)
+                f = feasible(ev, budget, ph, rule, scale, lo, hi, drop)
                 if f is None:
                     return None
                 got[i] = Fit(ph, phase_cell(ev, ph), rule, f[0], f[1])
@@ -907,7 +888,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
             fits += [got[i] for i in sorted(got)]
         return fits, n
 
-    fits, n = grow(drop, flip, start)
+    fits, n = grow(drop, start)
     tried += n
     for _round in range(3 if len(drop) else 0):
         # the drops were found at a probe cell; found again at the ends and the middle
@@ -918,24 +899,23 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
         better = None
         for f in {id(x): x for x in (fits[0], fits[len(fits) // 2], fits[-1])}.values():
             d = _trimmed(ev, budget, f.phase, f.rule, scale, lo, hi, predict)
-            if d is not None and len(d[0]) < len(drop) and (
-                    better is None or len(d[0]) < len(better[0][0])):
+            if d is not None and len(d) < len(drop) and (
+                    better is None or len(d) < len(better[0])):
                 better = (d, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
         # every cell of the run: the rows the replay at an interior point predicts
-        # otherwise than recorded, all read as mislabelled (one replay and one LP)
+        # otherwise than recorded, all trimmed (one replay and one LP)
         if predict is not None:
             for f in fits:
                 pred = predict(f.theta, f.phase, f.rule)[ev.dec]
                 odd = np.flatnonzero(pred != np.where(ev.dec_admitted, "ok", "throttled"))
-                size = len(drop) if better is None else len(better[0][0])
+                size = len(drop) if better is None else len(better[0])
                 if 0 < len(odd) < size and feasible(ev, budget, f.phase, f.rule, scale, lo,
                                                     hi, odd) is not None:
-                    better = ((odd, odd[:0]), int(np.argmin(np.abs(cands % WINDOW_S -
-                                                                      f.phase))))
+                    better = (odd, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
         if better is None:
             break
-        (drop, flip), i_best = better
-        fits, n = grow(drop, flip, i_best)
+        drop, i_best = better
+        fits, n = grow(drop, i_best)
         tried += n
     if drop.size:
         notes.append(f"no phase, refund rule and prices fit every decision: {len(drop)} "
@@ -985,5 +965,5 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     ref = mid.phase
     lows = [ref + ((c[0] - ref + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2) for c in cells]
     highs = [lo_ + (c[1] - c[0]) for lo_, c in zip(lows, cells, strict=True)]
-    return Identified(fits, drop, flip, low, high, ratio, theta, mid.system, mid.phase,
+    return Identified(fits, drop, low, high, ratio, theta, mid.system, mid.phase,
                       min(lows), max(highs), rule, fit_rules, tried, len(chosen), notes)
