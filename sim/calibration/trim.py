@@ -20,7 +20,18 @@ import math
 
 import numpy as np
 
-from .identify import Events, Predict, _window, elastic, feasible
+from .identify import (
+    Events,
+    Predict,
+    System,
+    _bounds_x,
+    _lp,
+    _rows,
+    _window,
+    elastic,
+    feasible,
+    ratio_range,
+)
 
 VIOLATED = 1e-7
 """A decision the elastic LP misses by more than this share of the budget is trimmed."""
@@ -61,7 +72,7 @@ def trim_rows(ev: Events, budget: float, phase: float, rule: str, scale: np.ndar
 def consensus_point(theta: np.ndarray, phase: float, rule: str, predict: Predict,
                     rows: np.ndarray, recorded: np.ndarray,
                     low: np.ndarray | None = None, high: np.ndarray | None = None,
-                    steps: tuple[float, ...] = (0.04, 0.02, 0.01, 0.005, 0.0025)
+                    steps: tuple[float, ...] = (0.02, 0.005, 0.00125)
                     ) -> np.ndarray:
     """``theta`` moved, one price at a time by the relative ``steps``, to where the
     replay agrees with most of the recorded outcomes ``recorded`` of the trace rows
@@ -96,29 +107,92 @@ def _restore(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarr
     (:func:`consensus_point`, from the rest's interior point ``fit``), where a correct
     row trimmed next to a mislabelled one at a point a little off is predicted right
     and a mislabelled one is not; each window's candidates are tried back together,
-    then one by one, an LP verifying each."""
+    else each half of them, an LP verifying each."""
     recorded = np.where(ev.dec_admitted, "ok", "throttled")
     win = _window(ev, ev.dec_t, phase)
+    theta = fit[1]
     for _ in range(passes):
         if predict is None:
             break
-        theta = consensus_point(fit[1], phase, rule, predict, ev.dec, recorded)
+        theta = consensus_point(theta, phase, rule, predict, ev.dec, recorded)
         near = predict(theta, phase, rule)[ev.dec][out] == recorded[out]
         cand = out[near]
         if not cand.size:
             break
         before = len(out)
         for w in np.unique(win[cand]):
-            mine = cand[win[cand] == w]
-            for part in [mine] + ([np.array([r]) for r in mine] if len(mine) > 1 else []):
-                if not np.isin(part, out).all():
-                    continue
+            groups = [cand[win[cand] == w]]
+            while groups:   # a window's candidates together, else each half
+                part = groups.pop()
                 trial = np.setdiff1d(out, part)
                 f = feasible(ev, budget, phase, rule, scale, lo, hi, trial)
                 if f is not None:
                     out, fit = trial, f
-                    if len(part) == len(mine):
-                        break
+                elif len(part) > 1:
+                    groups += [part[: len(part) // 2], part[len(part) // 2:]]
         if len(out) == before:
             break
     return out
+
+
+def _extreme(sys_: System, budget: float, scale: np.ndarray, lo: np.ndarray,
+             hi: np.ndarray, j: int, sign: float) -> tuple[float, np.ndarray] | None:
+    """Price ``j``'s minimum (``sign`` 1) or maximum (-1) over ``sys_`` and the
+    positions, among the system's decision rows, of those that pin it (no slack)."""
+    A, b = _rows(sys_, budget, scale)
+    c = np.zeros(len(scale))
+    c[j] = sign
+    r = _lp(c, A, b, _bounds_x(lo, hi, scale))
+    if r.status != 0:
+        return None
+    slack = (b - A @ r.x)[: sys_.n_dec]
+    return float(r.x[j] * scale[j]), np.flatnonzero(slack <= 1e-9)
+
+
+def widen(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+          drop: np.ndarray, ends: list, low: np.ndarray, high: np.ndarray, ratio: dict,
+          ratios: tuple, rounds: int = 2) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The intervals ``low``/``high`` (and the gas caps' ``ratio``) of a trimmed fit,
+    each end found again, up to ``rounds`` times, with the decisions that pin it
+    trimmed too: a log that holds mislabelled rows may hold some that fit the rest (the
+    last admission of a window recorded as its first throttle), and one of them at an
+    end would move the end past the truth. ``ends``: per price, the phase cells
+    (:class:`~.identify.Fit`) of its lowest and highest value."""
+    low, high, ratio = low.copy(), high.copy(), dict(ratio)
+    n = len(ev.dec)
+    more = np.zeros(0, np.int64)
+    for j, cells in enumerate(ends):
+        for sign, f in ((1.0, cells[0]), (-1.0, cells[1])):
+            if sign < 0 and not math.isfinite(high[j]):
+                continue
+            out, sys_ = drop, f.system
+            for _ in range(rounds):
+                got = _extreme(sys_, budget, scale, lo, hi, j, sign)
+                if got is None or not got[1].size:
+                    break
+                pinned = np.setdiff1d(np.arange(n), out)[got[1]]
+                out = np.union1d(out, pinned)
+                again = feasible(ev, budget, f.phase, f.rule, scale, lo, hi, out)
+                if again is None:
+                    break
+                sys_ = again[0]
+                got = _extreme(sys_, budget, scale, lo, hi, j, sign)
+                if got is None:
+                    if sign < 0:
+                        high[j] = math.inf
+                    break
+                low[j], high[j] = (min(low[j], got[0]), high[j]) if sign > 0 else \
+                    (low[j], max(high[j], got[0]))
+            more = np.union1d(more, np.setdiff1d(out, drop))
+    if ratios and more.size:
+        cells = {id(c): c for pair in ends for c in pair}.values()
+        for f in cells:
+            again = feasible(ev, budget, f.phase, f.rule, scale, lo, hi,
+                             np.union1d(drop, more))
+            if again is None:
+                continue
+            for pair in ratios:
+                a, b = ratio_range(again[0], budget, scale, lo, hi, *pair)
+                old = ratio.get(pair, (math.inf, -math.inf))
+                ratio[pair] = (min(old[0], a), max(old[1], b))
+    return low, high, ratio
