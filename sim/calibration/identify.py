@@ -643,17 +643,11 @@ def contradictions_at(ev: Events, phase: float) -> int:
         k_s = np.searchsorted(sl, t + wd, "left")
         seg = np.maximum(start_t, np.where(k_s > 0, cm[np.maximum(k_s - 1, 0)], -np.inf)
                          if len(so) else start_t)
-        thr = ~ev.dec_admitted
-        for typ in np.unique(ev.dec_type):
-            mine = ev.dec_type == typ
-            tt = np.sort(t[mine & thr & certain])
-            if not tt.size:
-                continue
-            adm = mine & ev.dec_admitted & certain
-            n_before = np.searchsorted(tt, t[adm] - w_max, "left") - np.searchsorted(
-                tt, seg[adm], "left")
-            bad += int((n_before > 0).sum())
-        return bad
+        # a throttle read w_max later than its earliest time: an admission within w_max
+        # after it may have been decided before it, and is no contradiction
+        keep = certain
+        return bad + _fewest_relabels(np.where(ev.dec_admitted, t, t + w_max)[keep],
+                                      seg[keep], ev.dec_type[keep], ev.dec_admitted[keep])
     held = np.searchsorted(res_t, t, "left") - np.searchsorted(res_t, start_t, "left")
     thr = ~ev.dec_admitted
     bad = int((thr & (held == 0)).sum())
@@ -664,10 +658,19 @@ def contradictions_at(ev: Events, phase: float) -> int:
     # all admitted, then all throttled: count the fewest rows to relabel so that they
     # do (one mislabelled throttle early in a window weighs one, not once per
     # admission after it: with a few per cent mislabelled the true phase stays least)
-    o = np.lexsort((t, seg_start, ev.dec_type))
-    adm = ev.dec_admitted[o].astype(np.int64)
+    return bad + _fewest_relabels(t, seg_start, ev.dec_type, ev.dec_admitted)
+
+
+def _fewest_relabels(t: np.ndarray, seg: np.ndarray, typ: np.ndarray, admitted: np.ndarray
+                     ) -> int:
+    """Over the groups of equal ``(typ, seg)``, each in order of ``t``, the fewest
+    outcomes to relabel so that every group reads admitted, then throttled."""
+    if not len(t):
+        return 0
+    o = np.lexsort((t, seg, typ))
+    adm = admitted[o].astype(np.int64)
     key_change = np.ones(len(o), bool)
-    key_change[1:] = (np.diff(ev.dec_type[o]) != 0) | (np.diff(seg_start[o]) != 0)
+    key_change[1:] = (np.diff(typ[o]) != 0) | (np.diff(seg[o]) != 0)
     starts = np.flatnonzero(key_change)
     grp = np.cumsum(key_change) - 1
     a_pref = np.cumsum(adm)
@@ -676,8 +679,7 @@ def contradictions_at(ev: Events, phase: float) -> int:
     t0 = np.concatenate([[0], t_pref])[starts][grp]
     a_tot = np.add.reduceat(adm, starts)
     cost = (t_pref - t0) + (a_tot[grp] - (a_pref - a0))  # split after each position
-    bad += int(np.minimum(np.minimum.reduceat(cost, starts), a_tot).sum())
-    return bad
+    return int(np.minimum(np.minimum.reduceat(cost, starts), a_tot).sum())
 
 
 @dataclass
