@@ -53,6 +53,11 @@ THROTTLE_MARGIN = 1e-6
 """A throttled request's window plus its reservation exceeds the budget by at least this
 fraction of the budget (see the module doc)."""
 _FEAS_TOL = 1e-9
+WIDEN_FROM = 0.005
+"""The share of the decisions trimmed from which each interval's ends are found again
+with the decisions that pin them trimmed too (:func:`.trim.widen`): a log that needed
+this many trimmed holds, at each end, a mislabelled row that fits the rest with a
+chance no longer negligible (below it, under about 1 in 200 per pinning row)."""
 
 
 @dataclass(frozen=True)
@@ -955,7 +960,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
             a, b = ratio_range(f.system, budget, scale, lo, hi, *pair)
             old = ratio.get(pair, (math.inf, -math.inf))
             ratio[pair] = (min(old[0], a), max(old[1], b))
-    if drop.size and ends:
+    if drop.size >= WIDEN_FROM * len(ev.dec) and ends:
         from .trim import widen  # trim builds on this module's LPs
 
         low, high, ratio = widen(ev, budget, scale, lo, hi, drop, ends, low, high, ratio,
