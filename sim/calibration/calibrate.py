@@ -9,9 +9,11 @@ bill identifies, held to its standard errors in what follows;
 (5) the set of prices, window phases and refund rules consistent with every recorded
 decision, jointly, by linear programming (:mod:`.identify`): each price's interval is
 its projection, the phase an interval, the refund rule ``origin-window``,
-``current-window`` or both; when no set fits every decision, the fewest decisions are
-left out and named (:class:`DroppedRow`); the point estimate is the set's Chebyshev
-centre; (6) agreement *after*, replaying at that point.
+``current-window`` or both; when no set fits every decision (mislabelled rows), the
+fit is robust: decisions are trimmed row by row (:mod:`.trim`), each taken as of
+unknown outcome so the intervals of the rest stay honest, their share bounded by
+:data:`MOST_LEFT_OUT`, reported and named (:class:`DroppedRow`); the point estimate is
+the set's Chebyshev centre; (6) agreement *after*, replaying at that point.
 """
 
 from __future__ import annotations
@@ -142,6 +144,17 @@ class Calibration:
     account_agreement: list[float] = field(default_factory=list)  # after, per account
     conflicts: list[Conflict] = field(default_factory=list)
     duplicates: list[int] = field(default_factory=list)   # trace rows read once
+    trimmed: int = 0        # decisions trimmed by the robust fit (in ``dropped``)
+
+    @property
+    def kept_agreement(self) -> float:
+        """The replay's agreement at the fit over the compared rows not left out."""
+        return kept_agreement(self.after, self.dropped)[0]
+
+    @property
+    def trimmed_share(self) -> float:
+        """The share of the compared attempts the robust fit trimmed."""
+        return self.trimmed / max(self.after.n_compared, 1)
 
     @property
     def refund_rule(self) -> str:
@@ -203,21 +216,18 @@ def _price_bounds(model: CostModel, exact: ExactFit | None) -> tuple[np.ndarray,
     return lo, hi
 
 
-def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray, flip: np.ndarray
-                  ) -> list[DroppedRow]:
+def _dropped_rows(rec: Recorded, ev: Events, drop: np.ndarray) -> list[DroppedRow]:
     out = []
-    flip_set = set(flip.tolist())
     for d in np.sort(drop):
         i = int(ev.dec[d])
-        if d not in flip_set:
-            why = ("in a 12-s window no price fits together with the rest; the window's "
-                   "decisions are left out whole")
-        elif rec.observed[i] == "ok":
+        if rec.observed[i] == "ok":
             why = ("recorded admitted, but its window already held too much for it at "
-                   "every price that fits the rest: read as throttled (mislabelled)")
+                   "every price that fits the rest: trimmed as likely mislabelled (its "
+                   "outcome taken as unknown)")
         else:
             why = ("recorded throttled, but its window had room for it at every price "
-                   "that fits the rest: read as admitted (mislabelled)")
+                   "that fits the rest: trimmed as likely mislabelled (its outcome taken "
+                   "as unknown)")
         out.append(DroppedRow(int(rec.order[i]), float(rec.t_s[i]), str(rec.method[i]),
                               str(rec.observed[i]), why))
     return out
@@ -371,6 +381,7 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
     lo, hi = _price_bounds(model, exact)
     ident: Identified | None = None
     dropped: list[DroppedRow] = []
+    trimmed = 0
     budget = tier.cu_per_window
     if "decisions" in fit and verdict not in ("contradicted", "does not fit") and model.names:
         budgets = None if acct is None else np.array(
@@ -409,7 +420,8 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
             notes.append("no window phase, refund rule and prices fit the decisions, even "
                          "leaving some out; the given prices are kept")
         else:
-            dropped = _dropped_rows(rec, ev, ident.dropped, ident.flipped)
+            dropped = _dropped_rows(rec, ev, ident.dropped)
+            trimmed = len(dropped)
             notes += ident.notes
             if fit_phase:
                 settings = LimiterSettings(kind=settings.kind, refund_to=ident.rule,
@@ -499,6 +511,6 @@ def calibrate(trace: str | os.PathLike | pd.DataFrame, tier: Tier | None, pricin
                        client_delay_s=delay_s, client_times=client_times,
                        accounts=list(accounts or ()), account_rows=per_acct_rows,
                        account_agreement=per_acct_agree, conflicts=conflicts,
-                       duplicates=duplicates)
+                       duplicates=duplicates, trimmed=trimmed)
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from itertools import combinations
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,6 +53,11 @@ THROTTLE_MARGIN = 1e-6
 """A throttled request's window plus its reservation exceeds the budget by at least this
 fraction of the budget (see the module doc)."""
 _FEAS_TOL = 1e-9
+WIDEN_FROM = 0.005
+"""The share of the decisions trimmed from which each interval's ends are found again
+with the decisions that pin them trimmed too (:func:`.trim.widen`): a log that needed
+this many trimmed holds, at each end, a mislabelled row that fits the rest with a
+chance no longer negligible (below it, under about 1 in 200 per pinning row)."""
 
 
 @dataclass(frozen=True)
@@ -104,19 +108,6 @@ class Events:
     def dec_budget(self, budget: float) -> np.ndarray | float:
         """Each decision's window budget: its account's, or ``budget`` for one account."""
         return budget if self.row_budget is None else self.row_budget[self.dec]
-
-
-def flipped(ev: Events, flip: np.ndarray | None) -> Events:
-    """``ev`` with the outcomes of the decisions ``flip`` (positions in ``ev.dec``) read
-    as the opposite: a row taken as mislabelled, so a recorded admission holds nothing in
-    its window and a recorded throttle holds its reservation."""
-    if flip is None or not len(flip) or ev.rec is None:
-        return ev
-    rows = ev.dec[flip]
-    observed = ev.rec.observed.copy()
-    observed[rows] = np.where(observed[rows] == "ok", "throttled", "ok")
-    return build_events(replace(ev.rec, observed=observed), ev.model, budgets=ev.row_budget,
-                        unc=ev.unc)
 
 
 def build_events(rec: Recorded, model: CostModel, use: np.ndarray | None = None,
@@ -217,13 +208,68 @@ def _window(ev: Events, t: np.ndarray, phase: float) -> np.ndarray:
 
 
 def build_system(ev: Events, budget: float, phase: float, rule: str,
-                 clipped: np.ndarray | None = None, drop: np.ndarray | None = None,
-                 flip: np.ndarray | None = None) -> System:
+                 clipped: np.ndarray | None = None, drop: np.ndarray | None = None
+                 ) -> System:
     """The linear system of the decisions at ``phase`` under ``rule`` (module doc);
     ``clipped``: which cross-window refunds clip the counter at zero (current-window);
-    ``drop``: decisions (positions in ``ev.dec``) not imposed; ``flip``: those of them
-    read as mislabelled (:func:`flipped`)."""
-    ev = flipped(ev, flip)
+    ``drop``: decisions (positions in ``ev.dec``) trimmed: not imposed, and their own
+    outcome taken as unknown (:func:`trimmed_readings`), so that a mislabelled row
+    among them cannot exclude the truth."""
+    if drop is None or not len(drop):
+        return _system(ev, budget, phase, rule, clipped)
+    ev_lo, ev_hi = trimmed_readings(ev, drop)
+    m_lo = _n_cross(ev_lo, phase, rule)
+    c_lo, c_hi = (None, None) if clipped is None else (clipped[:m_lo], clipped[m_lo:])
+    s_lo = _system(ev_lo, budget, phase, rule, c_lo)
+    s_hi = _system(ev_hi, budget, phase, rule, c_hi)
+    n, h = len(ev.dec), len(ev.hard_b)
+    keep = np.ones(n, bool)
+    keep[drop] = False
+    adm = ev.dec_admitted
+    A = np.where(adm[:, None], s_lo.A[:n], s_hi.A[:n])[keep]
+    b = np.where(adm, s_lo.b[:n], s_hi.b[:n])[keep]
+    return System(np.vstack([A, ev.hard_A, s_lo.A[n + h:], s_hi.A[n + h:]]),
+                  np.concatenate([b, ev.hard_b, s_lo.b[n + h:], s_hi.b[n + h:]]), len(A),
+                  np.concatenate([s_lo.cross, s_hi.cross]),
+                  np.concatenate([s_lo.clipped, s_hi.clipped]))
+
+
+def trimmed_readings(ev: Events, trim: np.ndarray) -> tuple[Events, Events]:
+    """The two readings of ``ev`` that bound every window's counter whatever the true
+    outcome of the trimmed decisions ``trim`` (positions in ``ev.dec``): the *low*
+    reading, for admitted decisions, holds none of their reservations but keeps their
+    refunds (an admitted row adds its reservation less a refund, at least minus the
+    refund, in every window; a throttled one nothing); the *high* reading, for
+    throttled decisions, holds every one's reservation and none of their refunds (at
+    most the reservation in its window, nothing elsewhere). Clipping at zero only
+    raises a counter, so both stay bounds under either refund rule."""
+    rows = ev.dec[trim]
+    held = np.isin(ev.res, rows)
+    ev_lo = replace(ev, res=ev.res[~held], res_t=ev.res_t[~held], res_R=ev.res_R[~held])
+    extra = np.asarray(trim)[~np.isin(rows, ev.res)]   # recorded throttled
+    keep_ref = ~np.isin(ev.ref, rows)
+    ev_hi = replace(
+        ev, res=np.concatenate([ev.res, ev.dec[extra]]),
+        res_t=np.concatenate([ev.res_t, ev.dec_t[extra]]),
+        res_R=np.vstack([ev.res_R, ev.dec_R[extra]]) if ev.n_prices else ev.res_R,
+        ref=ev.ref[keep_ref], ref_t=ev.ref_t[keep_ref],
+        ref_origin_t=ev.ref_origin_t[keep_ref], ref_vec=ev.ref_vec[keep_ref],
+        ref_const=ev.ref_const[keep_ref])
+    return ev_lo, ev_hi
+
+
+def _n_cross(ev: Events, phase: float, rule: str) -> int:
+    """How many refunds land in a later window than their reservation's (the clipping
+    candidates of :func:`_system`)."""
+    if ev.unc is not None or rule != "current-window":
+        return 0
+    return int((_window(ev, ev.ref_t, phase) != _window(ev, ev.ref_origin_t, phase)).sum())
+
+
+def _system(ev: Events, budget: float, phase: float, rule: str,
+            clipped: np.ndarray | None = None) -> System:
+    """:func:`build_system` of every decision, none trimmed."""
+    drop = None
     if ev.unc is not None:
         return _build_system_uncertain(ev, budget, phase, rule, drop)
     k = ev.n_prices
@@ -376,8 +422,8 @@ def _build_system_uncertain(ev: Events, budget: float, phase: float, rule: str,
 
 
 def _cross_after(ev: Events, budget: float, phase: float, rule: str, clipped, theta,
-                 drop=None, flip=None):
-    sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
+                 drop=None):
+    sys_ = build_system(ev, budget, phase, rule, clipped, drop)
     m = len(sys_.cross)
     if not m:
         return sys_, np.zeros(0, bool)
@@ -418,14 +464,14 @@ def _rows(sys_: System, budget: float, scale: np.ndarray):
 
 def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
              lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
-             clipped: np.ndarray | None = None, flip: np.ndarray | None = None
+             clipped: np.ndarray | None = None
              ) -> tuple[System, np.ndarray] | None:
     """A feasible ``(system, theta)`` at ``phase`` under ``rule``, or None. Under
     ``current-window`` the clipping pattern is iterated to one consistent at the LP's own
     point -- the most interior one, or where no point fits, the one of least worst
     violation (at most 6 rounds)."""
     for _ in range(6):
-        sys_ = build_system(ev, budget, phase, rule, clipped, drop, flip)
+        sys_ = build_system(ev, budget, phase, rule, clipped, drop)
         A, b = _rows(sys_, budget, scale)
         k = len(scale)
         if A.shape[0] == 0:
@@ -441,7 +487,7 @@ def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarr
         if not len(sys_.cross):
             return (sys_, theta) if fits else None
         # the pattern at this point (interior if it fits, least worst violation if not)
-        _, want = _cross_after(ev, budget, phase, rule, sys_.clipped, theta, drop, flip)
+        _, want = _cross_after(ev, budget, phase, rule, sys_.clipped, theta, drop)
         if np.array_equal(want, sys_.clipped):
             return (sys_, theta) if fits else None
         clipped = want
@@ -450,10 +496,10 @@ def feasible(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarr
 
 def elastic(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
             lo: np.ndarray, hi: np.ndarray, drop: np.ndarray | None = None,
-            flip: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+            ) -> tuple[float, np.ndarray, np.ndarray]:
     """The least total violation (L1, in budgets) of the decisions at ``phase``: its value,
     each decision's violation and the prices reaching it."""
-    sys_ = build_system(ev, budget, phase, rule, None, drop, flip)
+    sys_ = build_system(ev, budget, phase, rule, None, drop)
     A, b = _rows(sys_, budget, scale)
     k, nd, m = len(scale), sys_.n_dec, A.shape[0]
     S = sp.vstack([sp.eye(nd, format="csr"), sp.csr_matrix((m - nd, nd))])
@@ -602,33 +648,43 @@ def contradictions_at(ev: Events, phase: float) -> int:
         k_s = np.searchsorted(sl, t + wd, "left")
         seg = np.maximum(start_t, np.where(k_s > 0, cm[np.maximum(k_s - 1, 0)], -np.inf)
                          if len(so) else start_t)
-        thr = ~ev.dec_admitted
-        for typ in np.unique(ev.dec_type):
-            mine = ev.dec_type == typ
-            tt = np.sort(t[mine & thr & certain])
-            if not tt.size:
-                continue
-            adm = mine & ev.dec_admitted & certain
-            n_before = np.searchsorted(tt, t[adm] - w_max, "left") - np.searchsorted(
-                tt, seg[adm], "left")
-            bad += int((n_before > 0).sum())
-        return bad
+        # a throttle read w_max later than its earliest time: an admission within w_max
+        # after it may have been decided before it, and is no contradiction
+        keep = certain
+        return bad + _fewest_relabels(np.where(ev.dec_admitted, t, t + w_max)[keep],
+                                      seg[keep], ev.dec_type[keep], ev.dec_admitted[keep])
     held = np.searchsorted(res_t, t, "left") - np.searchsorted(res_t, start_t, "left")
     thr = ~ev.dec_admitted
     bad = int((thr & (held == 0)).sum())
     ref_t = np.concatenate([[-np.inf], np.sort(ev.ref_t)])
     last_ref = ref_t[np.searchsorted(ref_t, t, "right") - 1]
     seg_start = np.maximum(start_t, last_ref)
-    for typ in np.unique(ev.dec_type):
-        mine = ev.dec_type == typ
-        tt = np.sort(t[mine & thr])
-        if not tt.size:
-            continue
-        adm = mine & ev.dec_admitted
-        n_before = np.searchsorted(tt, t[adm], "left") - np.searchsorted(
-            tt, seg_start[adm], "left")
-        bad += int((n_before > 0).sum())
-    return bad
+    # within a window (between settlements) the requests of one reservation must read
+    # all admitted, then all throttled: count the fewest rows to relabel so that they
+    # do (one mislabelled throttle early in a window weighs one, not once per
+    # admission after it: with a few per cent mislabelled the true phase stays least)
+    return bad + _fewest_relabels(t, seg_start, ev.dec_type, ev.dec_admitted)
+
+
+def _fewest_relabels(t: np.ndarray, seg: np.ndarray, typ: np.ndarray, admitted: np.ndarray
+                     ) -> int:
+    """Over the groups of equal ``(typ, seg)``, each in order of ``t``, the fewest
+    outcomes to relabel so that every group reads admitted, then throttled."""
+    if not len(t):
+        return 0
+    o = np.lexsort((t, seg, typ))
+    adm = admitted[o].astype(np.int64)
+    key_change = np.ones(len(o), bool)
+    key_change[1:] = (np.diff(typ[o]) != 0) | (np.diff(seg[o]) != 0)
+    starts = np.flatnonzero(key_change)
+    grp = np.cumsum(key_change) - 1
+    a_pref = np.cumsum(adm)
+    t_pref = np.cumsum(1 - adm)
+    a0 = np.concatenate([[0], a_pref])[starts][grp]      # admitted before the group
+    t0 = np.concatenate([[0], t_pref])[starts][grp]
+    a_tot = np.add.reduceat(adm, starts)
+    cost = (t_pref - t0) + (a_tot[grp] - (a_pref - a0))  # split after each position
+    return int(np.minimum(np.minimum.reduceat(cost, starts), a_tot).sum())
 
 
 @dataclass
@@ -648,7 +704,6 @@ class Identified:
 
     fits: list[Fit]
     dropped: np.ndarray              # positions in Events.dec left out (fewest found)
-    flipped: np.ndarray              # those of them read as mislabelled
     low: np.ndarray
     high: np.ndarray
     ratio: dict[tuple[int, int], tuple[float, float]]
@@ -703,92 +758,13 @@ def screen_phase(ev: Events, arc: tuple[float, float] | None, step: float = 0.01
     return [(lo - step, hi + step) for lo, hi in runs]
 
 
-def fewest_drops(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
-                 lo: np.ndarray, hi: np.ndarray, max_windows: int = 40,
-                 max_flips: int = 3, top: int = 8, predict: Predict | None = None
-                 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Decisions to leave out so that the rest fit: ``(out, flip)``, positions in
-    ``ev.dec``; ``flip`` (a subset of ``out``) are read as mislabelled.
+def _trimmed(ev: Events, budget: float, phase: float, rule: str, scale: np.ndarray,
+             lo: np.ndarray, hi: np.ndarray, predict: Predict | None
+             ) -> np.ndarray | None:
+    """The decisions :func:`.trim.trim_rows` trims, or None."""
+    from .trim import trim_rows  # trim builds on this module's LPs
 
-    An exact minimum is a MILP with one binary per decision, and worse: a mislabelled
-    row also changes what its window holds, so leaving it out is not enough (its
-    reservation is in the window or missing from it). Instead, by window: the L1-elastic
-    LP (least total violation) names the decision it misses most and its whole window is
-    left out (windows are independent, so the error cannot spread), until the rest fit
-    (an LP verifies it; at most ``max_windows``). Then each window left out is tried
-    back with up to ``max_flips`` of its decisions read as mislabelled: first those the
-    replay (``predict``) at an interior point of the rest's prices predicts otherwise
-    than recorded, all together; failing that, each of the
-    ``top`` decisions the elastic LP misses most is tried alone, and when none fits the
-    one missed most is kept flipped and the next tried; then the smallest subset of the
-    flips found that still fits is kept. A window that does not fit stays out whole.
-    No row is left out silently: the caller names every one."""
-    win = _window(ev, ev.dec_t, phase)
-    out = np.zeros(0, np.int64)
-    flip = np.zeros(0, np.int64)
-    gone: list[int] = []
-    for _ in range(max_windows):
-        if feasible(ev, budget, phase, rule, scale, lo, hi, out) is not None:
-            break
-        val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi, out)
-        if not math.isfinite(val):
-            return None
-        kept = np.setdiff1d(np.arange(len(ev.dec)), out)
-        worst = kept[int(np.argmax(viol))]
-        gone.append(int(win[worst]))
-        out = np.union1d(out, np.flatnonzero(win == win[worst]))
-    else:
-        return None
-    guess = None
-    if gone and predict is not None:
-        rest = feasible(ev, budget, phase, rule, scale, lo, hi, out)
-        if rest is not None:
-            pred = predict(rest[1], phase, rule)[ev.dec]
-            guess = pred != np.where(ev.dec_admitted, "ok", "throttled")
-    def fits(o: np.ndarray, f: np.ndarray) -> bool:
-        return feasible(ev, budget, phase, rule, scale, lo, hi, o, flip=f) is not None
-
-    for w in gone:
-        mine = np.flatnonzero(win == w)
-        base_out = np.setdiff1d(out, mine)
-        found = None
-        if guess is not None and 0 < guess[mine].sum() <= max_flips:
-            odd = mine[guess[mine]]
-            if fits(np.union1d(base_out, odd), np.union1d(flip, odd)):
-                found = odd
-        if found is None:
-            trial = np.zeros(0, np.int64)
-            for _ in range(max_flips + 1):
-                if fits(np.union1d(base_out, trial), np.union1d(flip, trial)):
-                    found = trial
-                    break
-                _val, viol, _th = elastic(ev, budget, phase, rule, scale, lo, hi,
-                                          np.union1d(base_out, trial),
-                                          flip=np.union1d(flip, trial))
-                kept = np.setdiff1d(np.arange(len(ev.dec)), np.union1d(base_out, trial))
-                ranked = kept[np.argsort(-viol)][:top]
-                ranked = ranked[win[ranked] == w]
-                if not ranked.size:
-                    break
-                for r in ranked:  # the rows missed most, each alone
-                    t2 = np.union1d(trial, [r])
-                    if fits(np.union1d(base_out, t2), np.union1d(flip, t2)):
-                        found = t2
-                        break
-                if found is not None:
-                    break
-                trial = np.union1d(trial, ranked[:1])
-        if found is None:
-            continue  # the window stays out whole
-        # the smallest subset of what was found that still fits
-        for size in range(1, len(found)):
-            sub = next((np.array(c) for c in combinations(found.tolist(), size)
-                        if fits(np.union1d(base_out, c), np.union1d(flip, c))), None)
-            if sub is not None:
-                found = sub
-                break
-        out, flip = np.union1d(base_out, found), np.union1d(flip, found)
-    return out, flip
+    return trim_rows(ev, budget, phase, rule, scale, lo, hi, predict)
 
 
 def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -842,7 +818,6 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
         tried += len(arc_cells) * len(rules)
         arc_cells.sort(key=violation)
     drop = np.zeros(0, np.int64)
-    flip = np.zeros(0, np.int64)
     start = None
     fitting_arcs = 0
     for c, o, _centre in arc_cells[:max_arcs]:
@@ -868,26 +843,33 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
         # of least violation (a spread of probes over the arcs); the rule and arc
         # needing fewer win
         best = None
+        recorded = np.where(ev.dec_admitted, "ok", "throttled")
         for c, o, _ in arc_cells[:max_arcs]:
             probe = o[:max_scan][:: max(1, len(o[:max_scan]) // 9)]
             for rule in rules:
                 here = None
                 for i in probe:
                     tried += 1
-                    val = elastic(ev, budget, c[i] % WINDOW_S, rule, scale, lo, hi)[0]
-                    if here is None or val < here[0]:
-                        here = (val, int(i))
+                    val, _viol, th = elastic(ev, budget, c[i] % WINDOW_S, rule, scale, lo, hi)
+                    # the probe whose elastic point the replay agrees with most (a
+                    # phase off the truth mispredicts the rows near window starts),
+                    # then the least violated
+                    score = (0 if predict is None or not math.isfinite(val) else
+                             int((predict(th, c[i] % WINDOW_S, rule)[ev.dec] != recorded
+                                  ).sum()), val)
+                    if here is None or score < here[0]:
+                        here = (score, int(i))
                 if here is None:
                     continue
-                d = fewest_drops(ev, budget, c[here[1]] % WINDOW_S, rule, scale, lo, hi,
-                                 predict=predict)
-                if d is not None and (best is None or len(d[0]) < len(best[0][0])):
+                d = _trimmed(ev, budget, c[here[1]] % WINDOW_S, rule, scale, lo, hi,
+                             predict)
+                if d is not None and (best is None or len(d) < len(best[0])):
                     best = (d, here[1], c, o)
         if best is None:
             return None
-        (drop, flip), start, cands, order = best
+        drop, start, cands, order = best
 
-    def grow(drop: np.ndarray, flip: np.ndarray, start: int) -> tuple[list[Fit], int]:
+    def grow(drop: np.ndarray, start: int) -> tuple[list[Fit], int]:
         """The feasible run of cells around ``start`` under each rule."""
         fits: list[Fit] = []
         n = 0
@@ -898,7 +880,7 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
                 if i in got:
                     return got[i]
                 ph = cands[i] % WINDOW_S
-                f = feasible(ev, budget, ph, rule, scale, lo, hi, drop, flip=flip)
+                f = feasible(ev, budget, ph, rule, scale, lo, hi, drop)
                 if f is None:
                     return None
                 got[i] = Fit(ph, phase_cell(ev, ph), rule, f[0], f[1])
@@ -928,38 +910,28 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
             fits += [got[i] for i in sorted(got)]
         return fits, n
 
-    fits, n = grow(drop, flip, start)
+    fits, n = grow(drop, start)
     tried += n
-    for _round in range(3 if len(drop) else 0):
-        # the drops were found at a probe cell; found again at the ends and the middle
-        # of the run they allow, they may be fewer (a cell off the true phase costs
-        # extra windows)
+    for _round in range(1 if len(drop) else 0):
+        # the rows were trimmed at a probe cell; trimmed again at the middle of the run
+        # they allow (nearer the true phase), they may be fewer
         if not fits:
             break
         better = None
-        for f in {id(x): x for x in (fits[0], fits[len(fits) // 2], fits[-1])}.values():
-            d = fewest_drops(ev, budget, f.phase, f.rule, scale, lo, hi, predict=predict)
-            if d is not None and len(d[0]) < len(drop) and (
-                    better is None or len(d[0]) < len(better[0][0])):
-                better = (d, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
-        # every cell of the run: the rows the replay at an interior point predicts
-        # otherwise than recorded, all read as mislabelled (one replay and one LP)
-        if predict is not None:
-            for f in fits:
-                pred = predict(f.theta, f.phase, f.rule)[ev.dec]
-                odd = np.flatnonzero(pred != np.where(ev.dec_admitted, "ok", "throttled"))
-                size = len(drop) if better is None else len(better[0][0])
-                if 0 < len(odd) < size and feasible(ev, budget, f.phase, f.rule, scale, lo,
-                                                    hi, odd, flip=odd) is not None:
-                    better = ((odd, odd), int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
+        f = fits[len(fits) // 2]
+        d = _trimmed(ev, budget, f.phase, f.rule, scale, lo, hi, predict)
+        if d is not None and len(d) < len(drop):
+            better = (d, int(np.argmin(np.abs(cands % WINDOW_S - f.phase))))
         if better is None:
             break
-        (drop, flip), i_best = better
-        fits, n = grow(drop, flip, i_best)
+        drop, i_best = better
+        fits, n = grow(drop, i_best)
         tried += n
     if drop.size:
         notes.append(f"no phase, refund rule and prices fit every decision: {len(drop)} "
-                     f"left out ({len(flip)} of them read as mislabelled)")
+                     f"of {len(ev.dec):,} ({100 * len(drop) / max(len(ev.dec), 1):.2f} %) "
+                     "trimmed, each row alone, its outcome taken as unknown (likely "
+                     "mislabelled); the intervals are those of the rest")
     if not fits:
         return None
     fit_rules = tuple(r for r in rules if any(f.rule == r for f in fits))
@@ -976,13 +948,26 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     k = len(scale)
     low, high = np.full(k, np.inf), np.full(k, -np.inf)
     ratio: dict[tuple[int, int], tuple[float, float]] = {}
+    ends: list[tuple[Fit, Fit]] = []   # per price, the cells of its lowest and highest
     for f in chosen:
         lo_f, hi_f = project(f.system, budget, scale, lo, hi)
+        if not ends:
+            ends = [(f, f) for _ in range(len(scale))]
+        ends = [(f if lo_f[j] < low[j] else a, f if hi_f[j] > high[j] else b)
+                for j, (a, b) in enumerate(ends)]
         low, high = np.fmin(low, lo_f), np.fmax(high, hi_f)
         for pair in ratios:
             a, b = ratio_range(f.system, budget, scale, lo, hi, *pair)
             old = ratio.get(pair, (math.inf, -math.inf))
             ratio[pair] = (min(old[0], a), max(old[1], b))
+    if drop.size >= WIDEN_FROM * len(ev.dec) and ends:
+        from .trim import widen  # trim builds on this module's LPs
+
+        low, high, ratio = widen(ev, budget, scale, lo, hi, drop, ends, low, high, ratio,
+                                 ratios)
+        notes.append("a log with mislabelled rows may hold some no fit can tell apart: "
+                     "each interval's ends were found again with the decisions that pin "
+                     "them trimmed too, so that such a row cannot exclude the truth")
     # the point: the Chebyshev centre at the middle cell of the preferred rule
     rule = fit_rules[0]
     mine = [f for f in fits if f.rule == rule]
@@ -1003,5 +988,5 @@ def identify(ev: Events, budget: float, scale: np.ndarray, lo: np.ndarray, hi: n
     ref = mid.phase
     lows = [ref + ((c[0] - ref + WINDOW_S / 2) % WINDOW_S - WINDOW_S / 2) for c in cells]
     highs = [lo_ + (c[1] - c[0]) for lo_, c in zip(lows, cells, strict=True)]
-    return Identified(fits, drop, flip, low, high, ratio, theta, mid.system, mid.phase,
+    return Identified(fits, drop, low, high, ratio, theta, mid.system, mid.phase,
                       min(lows), max(highs), rule, fit_rules, tried, len(chosen), notes)

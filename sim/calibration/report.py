@@ -97,6 +97,9 @@ def to_dict(cal: Calibration, trace_name: str) -> dict:
             "delays_from": "given" if cal.client_delay_s else "each row's recorded latency"}
     if cal.conflicts:
         doc["key_conflicts"] = [c.__dict__ for c in cal.conflicts]
+    if cal.trimmed:
+        doc["trimmed"] = {"rows": cal.trimmed, "share": cal.trimmed_share,
+                          "agreement_kept": _num(cal.kept_agreement)}
     return doc
 
 
@@ -194,7 +197,10 @@ def render_markdown(cal: Calibration, doc: dict) -> str:
              f"throttles: {cal.throttles_observed:,}",
              f"- agreement: **{_pct(cal.before.agreement)}** with the given prices and "
              f"windows, **{_pct(cal.after.agreement)}** after the fit",
-             f"- verdict: **{cal.verdict}**"]
+             f"- verdict: **{cal.verdict}**" + (
+                 f" after trimming {_pct(cal.trimmed_share)} of the compared attempts "
+                 "as likely mislabelled (the replay agrees with "
+                 f"{_pct(cal.kept_agreement)} of the rest)" if cal.trimmed else "")]
     lines += [f"- {n}" for n in cal.notes]
     ph = doc["window_phase"]
     if ph:

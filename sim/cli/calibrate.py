@@ -112,7 +112,10 @@ def calibrate_command(trace: str, tier_name: str | None, accounts_file: str | No
         out = write_calibration(cal, out_dir, Path(trace).name, folder)
     click.echo(f"agreement {100 * cal.before.agreement:.2f} % before, "
                f"{100 * cal.after.agreement:.2f} % after ({cal.after.n_compared:,} attempts "
-               f"compared); verdict: {cal.verdict}")
+               f"compared); verdict: {cal.verdict}" + (
+                   f" after trimming {100 * cal.trimmed_share:.2f} % as likely mislabelled "
+                   f"({100 * cal.kept_agreement:.2f} % of the rest agree)"
+                   if cal.trimmed else ""))
     if cal.verdict == "does not fit":
         click.echo("  " + next(n for n in cal.notes if n.startswith(("does not fit",
                                                                      "the decisions cannot"))))

@@ -178,6 +178,36 @@ def mislabel(frame: pd.DataFrame, rng: np.random.Generator, n: int) -> tuple[pd.
     return out, pick
 
 
+def duplicate(frame: pd.DataFrame, rng: np.random.Generator, share: float) -> pd.DataFrame:
+    """A log that wrote some answers twice: ``share`` of the rows, chosen at random,
+    repeated in every field right after the first copy (the frame's order kept)."""
+    n = len(frame)
+    twice = rng.choice(n, int(round(share * n)), replace=False)
+    pos = np.sort(np.concatenate([np.arange(n), twice]), kind="stable")
+    return frame.iloc[pos].reset_index(drop=True)
+
+
+def peaks(rng: np.random.Generator, windows: int = 20):
+    """One company's peaks for two accounts: a burst every 12 s, at a random time, in
+    which both send (big: 150-500 calls and 5-15 sizing requests over 1-3 s; small:
+    100-300 calls), so that in most bursts one account runs out of its window while
+    the other still has room. First attempts ``(t_s, kind, items, profiles, gas,
+    latency_s)`` of each, time-sorted."""
+    big, small = [], []
+    for w in range(windows):
+        t0 = 12.0 * w + float(rng.uniform(0, 9))
+        span = float(rng.uniform(1, 3))
+        for s in t0 + np.sort(rng.uniform(0, span, int(rng.integers(150, 500)))):
+            big.append((float(s), "call", 0, (), 0, float(rng.uniform(0.02, 0.3))))
+        for s in t0 + np.sort(rng.uniform(0, span, int(rng.integers(5, 15)))):
+            k = int(rng.integers(1, 5))
+            big.append((float(s), "size", k, tuple(rng.choice(["fast", "deep"], k)), None,
+                        float(rng.uniform(0.02, 0.3))))
+        for s in t0 + np.sort(rng.uniform(0, span, int(rng.integers(100, 300)))):
+            small.append((float(s), "call", 0, (), 0, float(rng.uniform(0.02, 0.3))))
+    return sorted(big), sorted(small)
+
+
 def client_log(frame: pd.DataFrame, rng: np.random.Generator, skew_s: float,
                delay_s: tuple[float, float]) -> pd.DataFrame:
     """The log a client would have written of the service's answers in ``frame`` (whose

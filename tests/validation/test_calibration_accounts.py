@@ -22,7 +22,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from calib_reference import Hidden, serve, to_canonical
+from calib_reference import Hidden, peaks, serve, to_canonical
 from click.testing import CliRunner
 
 from sim.cli.main import main
@@ -37,26 +37,6 @@ ALL_KEYS = (*BIG_KEYS, SMALL_KEY)
 
 def pricing() -> Pricing:
     return Pricing.model_validate(default_pricing_table())
-
-
-def peaks(rng: np.random.Generator, windows: int = 20):
-    """One company's peaks: a burst every 12 s, at a random time, in which both accounts
-    send (big: 150-500 calls and 5-15 sizing requests over 1-3 s; small: 100-300 calls),
-    so that in most bursts one account runs out of its window while the other still
-    has room. First attempts ``(t_s, kind, items, profiles, gas, latency_s)``."""
-    big, small = [], []
-    for w in range(windows):
-        t0 = 12.0 * w + float(rng.uniform(0, 9))
-        span = float(rng.uniform(1, 3))
-        for s in t0 + np.sort(rng.uniform(0, span, int(rng.integers(150, 500)))):
-            big.append((float(s), "call", 0, (), 0, float(rng.uniform(0.02, 0.3))))
-        for s in t0 + np.sort(rng.uniform(0, span, int(rng.integers(5, 15)))):
-            k = int(rng.integers(1, 5))
-            big.append((float(s), "size", k, tuple(rng.choice(["fast", "deep"], k)), None,
-                        float(rng.uniform(0.02, 0.3))))
-        for s in t0 + np.sort(rng.uniform(0, span, int(rng.integers(100, 300)))):
-            small.append((float(s), "call", 0, (), 0, float(rng.uniform(0.02, 0.3))))
-    return sorted(big), sorted(small)
 
 
 @pytest.fixture(scope="module")
