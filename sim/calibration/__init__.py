@@ -6,8 +6,9 @@ answered, estimate the window phase and fit the prices the spec does not show.
 """
 
 from .calibrate import FITS, Calibration, PriceFit, calibrate
+from .predict import predict_as_recorded
 from .recorded import CLASSES, outcome_class
-from .replay import Prediction, predict_as_recorded
+from .replay import Prediction
 
 __all__ = ["CLASSES", "FITS", "Calibration", "Prediction", "PriceFit", "calibrate",
            "outcome_class", "predict_as_recorded"]

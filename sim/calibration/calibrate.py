@@ -43,11 +43,13 @@ from .accounts import (
 from .client import client_note, client_timing, timing_open
 from .costs import CAP_PREFIX, PER_GAS, CostModel, build_cost_model
 from .exact import ExactFit, fit_exact
-from .identify import RULES, Events, Identified, Scaled, build_events, identify
+from .identify import Identified, identify
 from .phase import PhaseEstimate, phase_from_retry_after
+from .predict import predict_recorded
 from .recorded import Recorded, load_recorded
-from .replay import Prediction, costs_of, predict_recorded, replay
+from .replay import Prediction, costs_of, replay
 from .search import Interval
+from .systems import RULES, Events, Scaled, build_events
 
 FITS = ("phase", "cu", "decisions")
 """What ``--fit`` may name: the window phase and refund rule, the exact fit on billed CU,

@@ -16,7 +16,7 @@ What such a log can tell:
   the service's (its skew) shifts every time alike, so the phase found is the service's
   phase plus that skew, and no log of send times can show the skew itself;
 * each decision is imposed only in the form every timing within the bounds satisfies
-  (:func:`~.identify._build_system_uncertain`): a decision that may fall on either side
+  (:func:`~.systems._build_system_uncertain`): a decision that may fall on either side
   of a window start imposes nothing, the CU a window held before a decision is bounded
   by what was certainly and what was possibly there; the identified set is wider, never
   narrower than the data allow.
@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..core.errors import CapsimError
-from .identify import Uncertain
 from .recorded import KIND_SIZE, Recorded
+from .systems import Uncertain
 
 
 @dataclass(frozen=True)

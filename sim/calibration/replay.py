@@ -29,7 +29,6 @@ trace's first request.
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -42,8 +41,8 @@ from ..config.scenario import LimiterSettings
 from ..config.tiers import Tier
 from ..core.vocabulary import OUTCOMES, WINDOW_S
 from ..policy.admission import Admission
-from .costs import CONNECT, CostModel, build_cost_model
-from .recorded import CLASSES, KIND_SIZE, Recorded, class_of, load_recorded
+from .costs import CONNECT, CostModel
+from .recorded import CLASSES, KIND_SIZE, Recorded, class_of
 from .replay_core import Attempts, decide
 
 _CLASS_OF = np.array([class_of(o) for o in range(len(OUTCOMES))] + [""], dtype=object)
@@ -177,34 +176,3 @@ def window_starts(rec: Recorded, settings: LimiterSettings) -> np.ndarray:
     if shift is None:
         return np.full(len(rec), np.nan)
     return np.floor((rec.t_s + shift) / WINDOW_S) * WINDOW_S - shift
-
-
-def predict_recorded(rec: Recorded, model: CostModel, theta: np.ndarray, tier: Tier | None,
-                     pricing: Pricing, settings: LimiterSettings, accounts=None,
-                     acct: np.ndarray | None = None) -> Prediction:
-    """:func:`predict_as_recorded` on an already-loaded trace and cost model;
-    ``accounts`` (:class:`~.accounts.Account`) with each row's index ``acct``: each
-    account replayed on its own tier instead of ``tier``."""
-    costs = costs_of(rec, model, theta)
-    if accounts:
-        from .accounts import replay_accounts
-
-        predicted = replay_accounts(rec, costs, accounts, acct, pricing, settings)
-    else:
-        predicted = replay(rec, costs, tier, pricing, settings)
-    unusable = rec.unusable.copy()
-    unusable[(unusable == "") & np.isnan(costs.reserve)] = "a sizing profile the pricing lacks"
-    compared = (unusable == "") & (predicted != "")
-    return Prediction(rec.t_s, rec.base_ns, rec.order, rec.method, predicted, rec.observed,
-                      compared, unusable, window_starts(rec, settings))
-
-
-def predict_as_recorded(trace: str | os.PathLike | pd.DataFrame, tier: Tier,
-                        pricing: Pricing, limiter_settings: LimiterSettings) -> Prediction:
-    """Replay ``trace`` (a canonical trace path or frame) as recorded against ``tier``
-    priced by ``pricing``, windows per ``limiter_settings``; predicted and observed
-    outcome class per attempt (see the module doc)."""
-    rec = load_recorded(trace)
-    model = build_cost_model(rec, pricing)
-    return predict_recorded(rec, model, model.theta_of(pricing), tier, pricing,
-                            limiter_settings)

@@ -2,7 +2,7 @@
 of mislabelled rows (a proxy's status, not the service's).
 
 A trimmed decision is not imposed, and its own outcome is taken as unknown: the
-windows' counters are bounded both ways over it (:func:`.identify.trimmed_readings`), so
+windows' counters are bounded both ways over it (:func:`.systems.trimmed_readings`), so
 the set identified from the rest still contains the truth whenever every mislabelled
 row is among the trimmed ones; trimming a correct row only widens it. The search is
 row by row, never a whole window: the L1-elastic LP (least total violation, robust to
@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .identify import (
+from .systems import (
     Events,
     Predict,
     System,

@@ -1,5 +1,5 @@
 """The price-free count of the phase screen with mislabelled rows
-(:func:`sim.calibration.identify._fewest_relabels`): within a window and reservation
+(:func:`sim.calibration.systems._fewest_relabels`): within a window and reservation
 the recorded outcomes must read admitted, then throttled, and the count is the fewest
 relabels that make them so, worked out by hand here."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.calibration.identify import _fewest_relabels
+from sim.calibration.systems import _fewest_relabels
 
 
 def count(pattern: str, seg=None, typ=None) -> int:
