@@ -19,6 +19,8 @@ import heapq
 import math
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -251,9 +253,67 @@ def sample_frame(seed: int = 2024, duration_s: float = 300.0) -> pd.DataFrame:
     return out
 
 
+def _as_csv(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` in the shipped samples' CSV layout (ISO-8601 timestamps, whole numbers
+    where the column holds them)."""
+    ts = pd.to_datetime(frame["time_ns"], unit="ns", utc=True)
+    out = pd.DataFrame({"timestamp": ts.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")})
+    for col in ("api", "method", "key", "items", "profiles", "gas_used", "cu", "status",
+                "latency_ms", "retry_after_s"):
+        out[col] = frame[col] if col in frame.columns else None
+    out["latency_ms"] = out["latency_ms"].round(1)
+    for col in ("items", "gas_used", "retry_after_s"):
+        out[col] = out[col].astype("Int64")
+    return out
+
+
+GATEWAY_KEYS = {"big": ("a1b2c3d4e5f60718293a4b5c6d7e8f90", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+                "small": ("5e5e5e5e1a1a1a1a2b2b2b2b3c3c3c3c",)}
+GATEWAY_TIERS = {"big": "All 3 APIs", "small": "RPC"}
+
+
+def gateway_samples(seed: int = 36, windows: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The shipped ``workloads/traces/gateway-sample.csv`` and ``client-sample.csv``: a
+    company's gateway log of two accounts (``big`` on All 3 APIs, 8,400 CU a window, two
+    keys; ``small`` on RPC, 4,000 CU, one key) answered by the reference with the default
+    hidden prices, phase 3.3 s, no ``cu`` and no Retry-After recorded; and the same
+    answers as the client logged them (a clock 1.9 s ahead, 5-40 ms each way, rows in
+    completion order)."""
+    rng = np.random.default_rng(seed)
+    big_first, small_first = peaks(rng, windows)
+    big = serve(Hidden(budget=8400.0, phase_s=3.3), rng, big_first, record_cu=False,
+                retry_after=False, keys=GATEWAY_KEYS["big"])
+    small = serve(Hidden(budget=4000.0, phase_s=3.3), rng, small_first, record_cu=False,
+                  retry_after=False, keys=GATEWAY_KEYS["small"])
+    gateway = pd.concat([big, small]).sort_values("time_ns", kind="stable")
+    gateway = gateway.reset_index(drop=True)
+    client = client_log(gateway, np.random.default_rng(seed + 1), 1.9, (0.005, 0.040))
+    return _as_csv(gateway), _as_csv(client)
+
+
+def gateway_accounts() -> str:
+    """The accounts file of the gateway sample, its keys as capsim's pseudonyms (a file
+    that names accounts need not hold a key in clear)."""
+    from sim.core.pseudonyms import pseudonym
+
+    parts = []
+    for name, keys in GATEWAY_KEYS.items():
+        listed = ", ".join(f'"{pseudonym(k)}"' for k in keys)
+        parts.append(f'[[account]]\nname = "{name}"\ntier = "{GATEWAY_TIERS[name]}"\n'
+                     f"keys = [{listed}]\n")
+    return ("# The accounts of workloads/traces/gateway-sample.csv and client-sample.csv\n"
+            "# (written by python tests/helpers/calib_reference.py): which keys share which\n"
+            "# account's budget, and each account's tier.\n\n" + "\n".join(parts))
+
+
 if __name__ == "__main__":
     import sys
 
-    dest = sys.argv[1] if len(sys.argv) > 1 else "workloads/traces/calibration-sample.csv"
-    sample_frame().to_csv(dest, index=False)
-    print(f"wrote {dest}")
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "workloads/traces")
+    sample_frame().to_csv(folder / "calibration-sample.csv", index=False)
+    gateway, client = gateway_samples()
+    gateway.to_csv(folder / "gateway-sample.csv", index=False)
+    client.to_csv(folder / "client-sample.csv", index=False)
+    (folder / "gateway-accounts.toml").write_text(gateway_accounts(), encoding="utf-8")
+    print(f"wrote calibration-sample.csv, gateway-sample.csv, client-sample.csv and "
+          f"gateway-accounts.toml in {folder}")
