@@ -8,9 +8,11 @@ Demand: the default scenario's open-loop sources (the issue's figure; its closed
 workers and websocket clients left out), every tier unless ``--tier``. The whole default
 scenario (workers and websocket clients included) is measured too, on the engine
 ``--engine auto`` chooses for it (printed and written, with the reason: a scenario the
-compiled engine does not cover runs on SimPy) and on the SimPy model, each drawing its
-demand as a run does, attempts counted with the websocket handshakes (as
-``bench_engine.py`` counts them).
+compiled engine does not cover runs on SimPy) and on the SimPy model, each tier's
+demand as ``capsim run`` hands it over: the open-loop demand drawn once per repeat into a
+spool (``sim.runner.run.shared_plan``; that CPU added to both engines' totals) and read
+back by every tier, the workers' requests drawn by each run; attempts counted with the
+websocket handshakes (as ``bench_engine.py`` counts them).
 In each repeat and for each tier, in turn: the bare SimPy loop of ``bench_engine.py``
 over the same arrival times, the SimPy model (``TierRun``) and the compiled engine
 (``CompiledTierRun``) on the same demand, drawn before the clock starts and handed in
@@ -48,6 +50,7 @@ from sim.compiled.engine import CompiledTierRun
 from sim.config.resolved import load
 from sim.config.tiers import find_tier
 from sim.model.engine import TierRun
+from sim.runner.run import shared_plan
 from sim.workload.demand import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,7 +165,11 @@ def main() -> None:
     load_before = os.getloadavg()
     rows = []
     for _ in range(args.repeat):
-        cpu = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        spool = tempfile.TemporaryDirectory()
+        start = time.process_time()
+        whole_plan = shared_plan(build_plan(whole), spool.name, len(tiers))
+        shared_draw = time.process_time() - start
+        cpu = [0.0, 0.0, 0.0, 0.0, shared_draw, shared_draw]
         n_model = n_comp = n_whole = n_whole_model = 0
         for tier in tiers:
             cpu[0] += bare_loop(times)
@@ -172,12 +179,13 @@ def main() -> None:
             cpu[2], n_comp = cpu[2] + c, n_comp + n
             c, _ = cpu_of(CompiledTierRun, build_plan(loaded), tier)
             cpu[3] += c
-            c, n = cpu_of(whole_engine, build_plan(whole), tier)
+            c, n = cpu_of(whole_engine, whole_plan, tier)
             cpu[4], n_whole = cpu[4] + c, n_whole + n
-            c, n = cpu_of(TierRun, build_plan(whole), tier)
+            c, n = cpu_of(TierRun, whole_plan, tier)
             cpu[5], n_whole_model = cpu[5] + c, n_whole_model + n
         assert n_model == n_comp, (n_model, n_comp)
         assert n_whole == n_whole_model, (n_whole, n_whole_model)
+        spool.cleanup()
         k = len(tiers) * len(times)
         bare, model, comp, comp_draw, whole_rate, whole_model = (
             k / cpu[0], n_model / cpu[1], n_comp / cpu[2], n_comp / cpu[3],

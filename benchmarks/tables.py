@@ -106,7 +106,9 @@ def compiled(f: dict) -> list[str]:
         out += ["", f"The whole default scenario (closed-loop workers and websocket clients "
                 f"included, {f['whole_attempts']:,} attempts with the handshakes): "
                 f"`--engine auto` chose {f['whole_engine']} ({f['whole_engine_reason']}); "
-                "its ÷ SimPy model column is against the SimPy model on the whole scenario."]
+                "the open-loop demand drawn once per repeat and read back by every tier, as "
+                "`capsim run` does (the draw counted in both engines' CPU); its ÷ SimPy "
+                "model column is against the SimPy model on the whole scenario."]
     return out
 
 
