@@ -78,6 +78,14 @@ def compiled(f: dict) -> list[str]:
         ["compiled engine, drawing its demand, attempts / CPU-s",
          f["compiled_with_draw_attempts_per_cpu_s"], f["ratio_compiled_with_draw"], None],
     ]
+    if "whole_engine" in f:
+        rows += [
+            [f"whole default scenario, `--engine auto` (ran: {f['whole_engine']}), "
+             "attempts / CPU-s", f["whole_attempts_per_cpu_s"], f["ratio_whole"],
+             f["whole_over_model"]],
+            ["whole default scenario, SimPy model, attempts / CPU-s",
+             f["whole_model_attempts_per_cpu_s"], f["ratio_whole_model"], 1.0],
+        ]
     out = [f"Scenario `{f['scenario']}`, {f['duration_s']:g} s simulated, {f['tiers']} "
            f"tier(s), {f['requests']:,} requests, {f['attempts']:,} attempts (the same on "
            f"both engines), medians of {f['repeat']} repeats on a shared machine: read the "
@@ -94,6 +102,13 @@ def compiled(f: dict) -> list[str]:
         out += table(["duration", "attempt rows", "peak RSS MiB"],
                      [[p["duration"], p["rows"], p["peak_mib"]] for p in f["memory"]])
         out += ["", f"Peak of the longest ÷ peak of the shortest: {_cell(f['memory_ratio'])}."]
+    if "whole_engine" in f:
+        out += ["", f"The whole default scenario (closed-loop workers and websocket clients "
+                f"included, {f['whole_attempts']:,} attempts with the handshakes): "
+                f"`--engine auto` chose {f['whole_engine']} ({f['whole_engine_reason']}); "
+                "the open-loop demand drawn once per repeat and read back by every tier, as "
+                "`capsim run` does (the draw counted in both engines' CPU); its ÷ SimPy "
+                "model column is against the SimPy model on the whole scenario."]
     return out
 
 
@@ -285,13 +300,24 @@ def replay_day(f: dict) -> list[str]:
         return [name, r["seconds"] / 60, cpu / 60 if cpu is not None else None,
                 r["peak_rss_bytes"] / 2**30, r["worker_peak_rss_bytes"] / 2**30]
 
-    rows = [row("trace replay", f["replay"])]
+    engine = f["replay"].get("engine")
+    rows = [row("trace replay" + (f", engine {engine}" if engine else ""), f["replay"])]
     if "floor" in f:
         rows.append(row("synthetic Poisson (floor)", f["floor"]))
-    return [f"{f['hours']:g} h at {f['rate_per_s']:g} requests/s ({f['rows']:,} rows), every "
-            f"tier, `--jobs {f['jobs']} --records windows`. CPU minutes are the run's and its "
-            "workers' together; the load moves them much less than the wall time.", ""] + table(
+    if "simpy" in f:
+        rows.append(row(f"trace replay, SimPy model, {f['simpy']['hours']:g} h", f["simpy"]))
+    out = [f"{f['hours']:g} h at {f['rate_per_s']:g} requests/s ({f['rows']:,} rows), every "
+           f"tier, `--jobs {f['jobs']} --records windows`. CPU minutes are the run's and its "
+           "workers' together; the load moves them much less than the wall time.", ""] + table(
         ["run", "wall minutes", "CPU minutes", "peak RSS GiB", "largest worker GiB"], rows)
+    if "ratio_to_issue_simpy_cpu" in f:
+        out += ["", f"The issue's measured {_cell(f['issue_simpy_cpu_min_per_day'])} CPU-minutes "
+                f"a day for the SimPy model ÷ this replay's CPU (scaled to {f['hours']:g} h): "
+                f"{_cell(f['ratio_to_issue_simpy_cpu'])}×."]
+    if "ratio_simpy_cpu_per_hour" in f:
+        out += ["", "The SimPy model's CPU per simulated hour ÷ this replay's, measured in the "
+                f"same run: {_cell(f['ratio_simpy_cpu_per_hour'])}×."]
+    return out
 
 
 def emulator_soak(f: dict) -> list[str]:
@@ -364,8 +390,10 @@ BENCHMARKS = [
     Benchmark("compiled", "Compiled engine speed", "bench_compiled.py",
               "Attempts per CPU-second of the compiled engine (`--engine compiled`) and of the "
               "SimPy model on the default scenario's open-loop demand, against a bare SimPy "
-              "loop over the same arrival times in the same repeat; compile and cache-load "
-              "times.", compiled),
+              "loop over the same arrival times in the same repeat; the whole default "
+              "scenario on the engine `--engine auto` chooses (named); compile and "
+              "cache-load times; peak memory at about 0.5 and 20 million attempt rows "
+              "(durations in seconds).", compiled),
     Benchmark("ws_publish", "Websocket publishing", "bench_ws_publish.py",
               "SimPy events and CPU of every tier's run, with the scenario's websocket clients "
               "and without them.", ws_publish),

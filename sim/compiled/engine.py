@@ -43,6 +43,8 @@ from .websockets import ArrayLimiter, WebsocketSide
 
 #: Requests a closed-loop worker draws at a time (TierRun._wake's chunk).
 WORKER_CHUNK = 256
+#: Demand rows handed to the loop at a time (at least; whole blocks of the plan's).
+FEED_ROWS = 1 << 13
 
 
 def _columns(fmt: rc.RowFormat, names: tuple[str, ...], rows: int) -> tuple:
@@ -375,22 +377,39 @@ class CompiledTierRun(TierRun):
         s["G"][po.G_JIT_LOW] = 0
 
     def _next_block(self, blocks) -> None:
-        """Append the next demand block to the rows not yet started (or mark the end)."""
+        """Append the next demand blocks, at least :data:`FEED_ROWS` rows unless the
+        demand ends first, to the rows not yet started (or mark the end).
+
+        Drawing ahead changes no value (the blocks are drawn in the same order from the
+        same streams); it only spares the loop returns and this copy of the rows left."""
         s, G = self._s, self._s["G"]
-        d = next(blocks, None)
-        if d is None:
+        got, n = [], 0
+        while n < FEED_ROWS:
+            d = next(blocks, None)
+            if d is None:
+                break
+            got.append(d)
+            n += len(d)
+        if not got:
             G[po.G_EXHAUSTED] = 1
             return
         fj, j, blen = int(G[po.G_FJ]), int(G[po.G_J]), int(G[po.G_BLEN])
-        n = len(d)
-        dx = np.zeros((n, lp.DX_NI), dtype=np.int64)
-        dx[:, :4] = np.stack((d.source, d.method, d.key, d.region), axis=1)
-        dr = np.zeros((n, lp.DR_NF))
-        dr[:, :3] = np.stack((d.reserve, d.actual, d.service_s), axis=1)
-        s["DT"] = np.concatenate((s["DT"][fj:blen], d.t))
-        s["DX"] = np.concatenate((s["DX"][fj:blen], dx))
-        s["DR"] = np.concatenate((s["DR"][fj:blen], dr))
-        G[po.G_FJ], G[po.G_J], G[po.G_BLEN] = 0, j - fj, len(s["DT"])
+        left = blen - fj
+        DT = np.empty(left + n)
+        DX = np.zeros((left + n, lp.DX_NI), dtype=np.int64)
+        DR = np.zeros((left + n, lp.DR_NF))
+        DT[:left], DX[:left], DR[:left] = s["DT"][fj:blen], s["DX"][fj:blen], s["DR"][fj:blen]
+        at = left
+        for d in got:
+            e = at + len(d)
+            DT[at:e] = d.t
+            for col, values in enumerate((d.source, d.method, d.key, d.region)):
+                DX[at:e, col] = values
+            for col, values in enumerate((d.reserve, d.actual, d.service_s)):
+                DR[at:e, col] = values
+            at = e
+        s["DT"], s["DX"], s["DR"] = DT, DX, DR
+        G[po.G_FJ], G[po.G_J], G[po.G_BLEN] = 0, j - fj, left + n
 
     # -- rows ------------------------------------------------------------------------
 

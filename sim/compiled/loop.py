@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from .jit import njit, njit_inline
+from .jit import njit_inline, njit_norc
 from .policies import (
     AI_NCLOSE,
     C_DEADLINE,
@@ -296,7 +296,7 @@ def _free_request(G, rfree, r):
     G[G_NFREE_R] += 1
 
 
-@njit
+@njit_norc
 def run_loop(G, GF, GS, EF, EI, RF, RI, rfree, CF, CI, CR, cfree, PF, PI, AF, AI, KF, KI,
              OR, OI, LF, LI, WF, WI, DF, DI, SF, SI, JU, DT, DX, DR, GATE, AFTER, RETRY_ON,
              HALF, KEY_ACCT, POOL_OF, AO, QO, WKF, WKI, WCM, WCF, PB, PC, PT, PL):
