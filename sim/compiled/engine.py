@@ -428,6 +428,12 @@ class CompiledTierRun(TierRun):
                     for name, col in zip(fmt.names, cols, strict=True):
                         rows[name] = col[:n]
                     self.rec.attempt_buf += rows.tobytes()
+                elif n == len(cols[0]):
+                    # A full buffer is handed over whole and the loop gets fresh ones (no
+                    # copy; the loop's arguments are rebuilt before its next call).
+                    self.rec.add_chunk(attempts, dict(zip(fmt.names, cols, strict=True)))
+                    s["AO" if attempts else "QO"] = tuple(np.empty_like(col) for col in cols)
+                    self._arrays_replaced = True
                 else:
                     self.rec.add_chunk(attempts, {name: col[:n].copy()
                                                   for name, col in zip(fmt.names, cols,
