@@ -20,8 +20,7 @@ import math
 
 import numpy as np
 
-from ..model.websockets.sessions import EXHAUSTED, Websockets
-from ..policy.limiter import OK as LIM_OK
+from ..model.websockets.sessions import Websockets
 from . import loop as lp
 from . import publish as pb
 
@@ -132,16 +131,9 @@ class LoopWebsockets(Websockets):
         self.env._now = now  # this publish's time (an interrupt is scheduled at it)
         st = list(self._streams.values())[b]
         live, cost = st.live, st.cost
-        lims, acct, close = self._limiters, self._acct, self._close_on_exhausted
-        for j, conn in enumerate(list(live)[i:]):
-            if j > 0 and lims[acct[conn.client]].spend(now, cost) == LIM_OK:
-                spent += cost
-                continue
-            conn.dropped += 1
-            if close:
-                self._close(conn, now, EXHAUSTED)
-                if conn.proc is not None and conn.proc.is_alive:
-                    conn.proc.interrupt("cu exhausted")
+        rest = list(live)[i:]  # from the connection whose delivery could not spend
+        self._exhausted(rest[0], now)
+        spent += self._deliver(rest[1:], now, cost)
         s["GF"][lp.GF_CU_PUBLISH] += spent
         if live and nxt < _INF:
             self._push(now + (nxt - now), lp.EV_PUBLISH, b)

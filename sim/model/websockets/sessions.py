@@ -278,25 +278,36 @@ class Websockets:
         st, now = event, self.env._now
         nxt = st.times.pop()
         live, cost = st.live, st.cost
-        if live:
-            lims, acct, close = self._limiters, self._acct, self._close_on_exhausted
-            spent = 0.0
-            for conn in list(live) if close else live:
-                if lims[acct[conn.client]].spend(now, cost) == LIM_OK:
-                    spent += cost
-                    continue
-                conn.dropped += 1
-                if close:
-                    self._close(conn, now, EXHAUSTED)
-                    if conn.proc is not None and conn.proc.is_alive:
-                        conn.proc.interrupt("cu exhausted")
-            self.records.cu_publish += spent
+        if live:  # (a copy when deliveries may close connections, so leave ``live``)
+            conns = list(live) if self._close_on_exhausted else live
+            self.records.cu_publish += self._deliver(conns, now, cost)
         if live and nxt < math.inf:  # the chain goes on (as a process would sleep t - now)
             assert nxt >= now  # publish times increase (a Timeout would have checked)
             st.callbacks = self._to_publish
             self.env.schedule(st, NORMAL, nxt - now)
         else:
             st.active = False
+
+    def _deliver(self, conns, now: float, cost: float) -> float:
+        """Each connection of ``conns``, in order, reserves ``cost`` for one delivery; one
+        that cannot is :meth:`_exhausted`. The CU spent."""
+        lims, acct = self._limiters, self._acct
+        spent = 0.0
+        for conn in conns:
+            if lims[acct[conn.client]].spend(now, cost) == LIM_OK:
+                spent += cost
+            else:
+                self._exhausted(conn, now)
+        return spent
+
+    def _exhausted(self, conn: _Conn, now: float) -> None:
+        """A delivery ``conn`` could not reserve: dropped, and with ``on_exhausted =
+        "close"`` the connection closed (its process interrupted)."""
+        conn.dropped += 1
+        if self._close_on_exhausted:
+            self._close(conn, now, EXHAUSTED)
+            if conn.proc is not None and conn.proc.is_alive:
+                conn.proc.interrupt("cu exhausted")
 
     def _schedule(self, st: _Stream, now: float) -> None:
         """The next publish event of ``st`` while it has live connections to bill."""
