@@ -24,6 +24,9 @@ this script, never typed by hand. Rules, so that an example is stable and honest
   (an excerpt; the text around the block says so);
 * a failing command (exit code other than 0 and 1, where 1 is the CI gate's
   "regression") stops the script: an example must run.
+* the examples run with a fixed pseudonym secret (:data:`EXAMPLE_SECRET` as
+  ``CAPSIM_PSEUDONYM_SECRET``), so that a pseudonym an example prints is the same on
+  every machine (a user's own secret is per user: their pseudonyms differ).
 
 Usage (from the repository's root)::
 
@@ -59,6 +62,10 @@ TIMED_LINE = re.compile(r"^report: .*\(\d+(\.\d+)? s\)\s*$")
 
 Runner = Callable[[list[str]], tuple[int, str]]
 """Runs ``capsim ARGS`` and returns (exit code, stdout)."""
+
+EXAMPLE_SECRET = "capsim-docs-examples"
+"""The pseudonym secret the examples run with (not a secret: it only makes the examples'
+pseudonyms the same everywhere)."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path)
     args = parser.parse_args(list(argv) if argv is not None else None)
     sys.path.insert(0, str(ROOT))
+    os.environ["CAPSIM_PSEUDONYM_SECRET"] = EXAMPLE_SECRET
     run = capsim_runner()
     drifted = 0
     for path in [p.resolve() for p in args.files] or markdown_files(ROOT):

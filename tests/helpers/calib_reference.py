@@ -291,13 +291,11 @@ def gateway_samples(seed: int = 36, windows: int = 10) -> tuple[pd.DataFrame, pd
 
 
 def gateway_accounts() -> str:
-    """The accounts file of the gateway sample, its keys as capsim's pseudonyms (a file
-    that names accounts need not hold a key in clear)."""
-    from sim.core.pseudonyms import pseudonym
-
+    """The accounts file of the gateway sample: its (made-up) keys as the log has them. A
+    file may list pseudonyms instead, but those depend on the user's pseudonym secret."""
     parts = []
     for name, keys in GATEWAY_KEYS.items():
-        listed = ", ".join(f'"{pseudonym(k)}"' for k in keys)
+        listed = ", ".join(f'"{k}"' for k in keys)
         parts.append(f'[[account]]\nname = "{name}"\ntier = "{GATEWAY_TIERS[name]}"\n'
                      f"keys = [{listed}]\n")
     return ("# The accounts of workloads/traces/gateway-sample.csv and client-sample.csv\n"
