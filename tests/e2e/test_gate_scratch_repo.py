@@ -151,7 +151,8 @@ def test_the_generated_workflow_passes_the_check_and_gates_a_six_percent_rise(re
     code, outputs, summary = run_steps(repo, workflow)
     assert (code, outputs["moved"]) == (0, "false")
     assert not (reports / "pr-comment.md").exists()
-    assert summary.startswith("## ✅ CU per day unchanged")
+    assert summary.startswith("## ✅ +$0/month: recommended tier unchanged (RPC, $49/month); "
+                              "CU per day unchanged")
 
     import_recording(repo, 4.25)  # the team's code now makes 6.25 % more calls
     code, outputs, summary = run_steps(repo, workflow)
