@@ -43,6 +43,11 @@ from .websockets import ArrayLimiter, WebsocketSide
 
 #: Requests a closed-loop worker draws at a time (TierRun._wake's chunk).
 WORKER_CHUNK = 256
+#: A worker's chunks double from :data:`WORKER_CHUNK` up to this many requests (fewer
+#: Python refills of a busy worker; draws in pieces equal one draw, so the values are the
+#: model's, which draws 256 at a time), within :data:`WORKER_CHUNK_CELLS` over all workers.
+WORKER_CHUNK_MAX = 8192
+WORKER_CHUNK_CELLS = 1 << 18
 #: Demand rows handed to the loop at a time (at least; whole blocks of the plan's).
 FEED_ROWS = 1 << 13
 
@@ -58,6 +63,16 @@ def _grow_rows(a: np.ndarray, rows: int, fill=0) -> np.ndarray:
     out = np.full((rows, *a.shape[1:]), fill, dtype=a.dtype)
     out[: len(a)] = a
     return out
+
+
+def _worker_chunk_max(workers: int) -> int:
+    """The largest chunk a worker draws: :data:`WORKER_CHUNK_MAX`, less when many workers
+    would hold more than :data:`WORKER_CHUNK_CELLS` requests drawn ahead (a power of two,
+    at least :data:`WORKER_CHUNK`)."""
+    k = WORKER_CHUNK_MAX
+    while k > WORKER_CHUNK and k * workers > WORKER_CHUNK_CELLS:
+        k //= 2
+    return k
 
 
 def _grow_axis1(a: np.ndarray, cols: int, fill=0) -> np.ndarray:
@@ -247,6 +262,8 @@ class CompiledTierRun(TierRun):
         WKF = np.zeros((len(workers), lp.WK_NF))
         WKI = np.zeros((len(workers), lp.WKI_NI), dtype=np.int64)
         self._workers = []
+        self._chunk_max = _worker_chunk_max(len(workers))
+        self._chunk = np.full(len(workers), WORKER_CHUNK, dtype=np.int64)
         for n, (i, w) in enumerate(workers):
             src = sc.sources[i]
             think_rng = stream(sc.seed, Rng.SOURCE, src.name, Rng.WORKER, w, Rng.THINK)
@@ -276,8 +293,8 @@ class CompiledTierRun(TierRun):
             KEY_ACCT=np.array(self._key_account, dtype=np.int64), POOL_OF=POOL_OF,
             AO=_columns(rc.ATTEMPT_ROW, lp.ATTEMPT_VALUES, chunk),
             QO=_columns(rc.REQUEST_ROW, lp.REQUEST_VALUES, chunk),
-            WKF=WKF, WKI=WKI, WCM=np.zeros((len(workers), WORKER_CHUNK), dtype=np.int64),
-            WCF=np.zeros((len(workers), lp.WC_NF, WORKER_CHUNK)),
+            WKF=WKF, WKI=WKI, WCM=np.zeros((len(workers), self._chunk_max), dtype=np.int64),
+            WCF=np.zeros((len(workers), lp.WC_NF, self._chunk_max)),
             # billed websocket streams (sim.compiled.publish; set by the websocket side)
             PB=np.zeros((0, pb.PB_NI), dtype=np.int64), PC=np.zeros(0),
             PT=np.zeros((0, 1)), PL=np.zeros((0, 1), dtype=np.int64))
@@ -355,17 +372,21 @@ class CompiledTierRun(TierRun):
         return out
 
     def _refill_worker(self, n: int) -> None:
-        """A worker's next chunk of requests and think times, drawn as TierRun._wake
-        draws them (256 at a time from its own streams)."""
+        """A worker's next chunk of requests and think times, from its own streams: the
+        values TierRun._wake draws 256 at a time, drawn in chunks that double up to
+        :func:`_worker_chunk_max` (draws in pieces equal one draw:
+        tests/unit/workload/test_demand_slices.py)."""
         s = self._s
         drawer, think_rng, think = self._workers[n]
-        method, _, reserve, actual, service = drawer.draw(WORKER_CHUNK)
-        s["WCM"][n] = method
-        s["WCF"][n, lp.WC_RESERVE] = reserve
-        s["WCF"][n, lp.WC_ACTUAL] = actual
-        s["WCF"][n, lp.WC_SERVICE] = service
-        s["WCF"][n, lp.WC_THINK] = think.sample(think_rng, WORKER_CHUNK)
-        s["WKI"][n, lp.WKI_K], s["WKI"][n, lp.WKI_N] = 0, WORKER_CHUNK
+        k = int(self._chunk[n])
+        self._chunk[n] = min(2 * k, self._chunk_max)
+        method, _, reserve, actual, service = drawer.draw(k)
+        s["WCM"][n, :k] = method
+        s["WCF"][n, lp.WC_RESERVE, :k] = reserve
+        s["WCF"][n, lp.WC_ACTUAL, :k] = actual
+        s["WCF"][n, lp.WC_SERVICE, :k] = service
+        s["WCF"][n, lp.WC_THINK, :k] = think.sample(think_rng, k)
+        s["WKI"][n, lp.WKI_K], s["WKI"][n, lp.WKI_N] = 0, k
 
     def _refill_jitter(self) -> None:
         s = self._s

@@ -24,6 +24,24 @@ from ...core.vocabulary import DAY_S, HOUR_S
 _BLOCK = 1024
 
 
+def wake_times(e: float, raw: np.ndarray) -> list[float]:
+    """The times a process that last woke at ``e`` wakes at, sleeping ``t - now`` for
+    each ``t`` of ``raw`` in turn: ``e_i = e_(i-1) + (t_i - e_(i-1))``.
+
+    Computed for all ``i`` at once and repeated until nothing changes: pass ``k`` has the
+    first ``k`` values right (each depends only on the one before), and a pass that
+    changes nothing has every value right. ``e_i`` is ``t_i`` exactly whenever
+    ``e_(i-1) >= t_i / 2`` (Sterbenz), so two passes are the rule.
+    """
+    e_i = raw
+    while True:
+        before = np.concatenate(([e], e_i[:-1]))
+        again = before + (raw - before)
+        if np.array_equal(again, e_i):
+            return again.tolist()
+        e_i = again
+
+
 class PublishTimes:
     """The publish times of ``src`` in ``[0, duration_s)``, increasing, and a count.
 
@@ -55,23 +73,22 @@ class PublishTimes:
         """Next non-empty block of times into the buffer; False when none are left."""
         while not self._done:
             raw = self._block_times() if self._src.kind == "block" else self._poisson_times()
-            if raw:
-                e = self._e  # the wake times of a process sleeping t - now each time
-                buf = [e := e + (t - e) for t in raw]
-                self._e, self._buf, self._i = e, buf, 0
+            if len(raw):
+                buf = wake_times(self._e, raw)
+                self._e, self._buf, self._i = buf[-1], buf, 0
                 return True
         return False
 
-    def _block_times(self) -> list[float]:
+    def _block_times(self) -> np.ndarray:
         u = self._rng.random(_BLOCK)
         t = np.arange(self._k, self._k + _BLOCK, dtype=np.int64) * self._src.slot_s
         inside = t < self._T
         if not inside.all():
             self._done = True
         self._k += _BLOCK
-        return t[inside & (u >= self._src.miss_probability)].tolist()
+        return t[inside & (u >= self._src.miss_probability)]
 
-    def _poisson_times(self) -> list[float]:
+    def _poisson_times(self) -> np.ndarray:
         rng = self._rng
         gaps = rng.standard_exponential(_BLOCK) / self._top
         us = rng.random(_BLOCK) if self._accept is not None else None
@@ -84,7 +101,7 @@ class PublishTimes:
         if us is not None:
             hour = (((t + self._off) % DAY_S) // HOUR_S).astype(np.int64) % 24
             keep = keep & (us < self._accept[hour])
-        return t[keep].tolist()
+        return t[keep]
 
     def before(self, now: float) -> int:
         """Consume every time before ``now``; the count published so far."""

@@ -131,6 +131,17 @@ def test_same_stream_same_samples():
     np.testing.assert_array_equal(d.sample(stream(7, "a"), 100), d.sample(stream(7, "a"), 100))
 
 
+@pytest.mark.parametrize("dist", EXAMPLES, ids=repr)
+@pytest.mark.parametrize("sizes", [(256, 512, 1024), (1, 255, 7, 4096), (0, 3000, 0, 1)])
+def test_samples_in_pieces_equal_one_sample(dist, sizes):
+    """A run draws a worker's think times (and its requests) in chunks whose sizes are
+    an engine's choice (256 in the SimPy model; doubling up to 8192 in the compiled
+    engine): the values must not depend on them."""
+    pieces = stream(7, "pieces")
+    got = np.concatenate([dist.sample(pieces, n) for n in sizes])
+    np.testing.assert_array_equal(got, dist.sample(stream(7, "pieces"), sum(sizes)))
+
+
 def test_parsed_by_dist_field():
     assert DIST.validate_python({"dist": "exponential", "mean": 2.0}) == Exponential(mean=2.0)
     assert DIST.validate_python({"dist": "poisson", "lam": 1.5}) == ShiftedPoisson(lam=1.5)
