@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from test_replay_model import _trace
 
@@ -50,9 +51,13 @@ def test_spooled_blocks_are_the_drawn_blocks(tmp_path, path):
     _assert_same_blocks(spooled, build_plan(loaded))
 
 
-def test_a_block_split_over_row_groups_is_read_back_whole(tmp_path):
+@pytest.mark.parametrize("group_rows", [7, 1000, 1 << 16])
+def test_blocks_split_over_or_gathered_in_row_groups_are_read_back(tmp_path, group_rows):
+    """A block over several row groups, several blocks in one, one group for all."""
     loaded = load_scenario("workloads/mixed-bundle.toml", overrides=["duration=400"])
-    spooled = spool_demand(build_plan(loaded), tmp_path, group_rows=7)
+    spooled = spool_demand(build_plan(loaded), tmp_path, group_rows=group_rows)
+    groups = pq.ParquetFile(spooled.demand_path).metadata.num_row_groups
+    assert groups == -(-sum(spooled.block_rows) // group_rows)
     _assert_same_blocks(spooled, build_plan(loaded))
 
 
