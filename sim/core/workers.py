@@ -10,7 +10,8 @@ folder's ``flock`` for good. :func:`process_pool` makes workers that
   is already gone by then), and
 - close, first thing, the lock descriptors the parent registered with
   :func:`hold_lock_fd` (closing a copy leaves the parent's lock in place; the lock then
-  dies with the parent alone).
+  dies with the parent alone). Each is closed by putting ``/dev/null`` in its place,
+  so its number is never reused in the worker.
 
 Elsewhere than Linux the death signal is not available; locks still close in workers.
 """
@@ -51,9 +52,15 @@ def _die_with_parent(parent: int) -> None:
 
 def _init_worker(parent: int, lock_fds: tuple[int, ...]) -> None:
     _die_with_parent(parent)
+    # Each lock's copy is replaced by /dev/null rather than closed: the number stays
+    # taken, so a file this worker opens never gets it, and a close of it by an object
+    # inherited from the parent (its spool folder's finalizer, say) closes nothing of
+    # the worker's.
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     for fd in lock_fds:
         with contextlib.suppress(OSError):
-            os.close(fd)
+            os.dup2(null, fd, inheritable=False)
+    os.close(null)
     _LOCK_FDS.clear()
 
 

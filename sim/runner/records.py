@@ -80,21 +80,26 @@ class SpoolFolder:
         fd = os.open(os.path.join(making, _SPOOL_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         hold_lock_fd(fd)  # worker processes close their copy
-        tmp = tempfile.TemporaryDirectory(prefix=SPOOL_PREFIX, dir=parent)
-        os.rmdir(tmp.name)
-        os.rename(making, tmp.name)
-        self.name = tmp.name
-        self._finalizer = weakref.finalize(self, _release, fd, tmp)
+        name = tempfile.mkdtemp(prefix=SPOOL_PREFIX, dir=parent)  # a free name, taken
+        os.rmdir(name)
+        os.rename(making, name)
+        self.name = name
+        # A forked worker inherits this object: if its garbage collector finalizes it
+        # there, the folder and the lock are still the parent's (the worker's copy of
+        # the lock was closed at its start, and that number may be a file of its own).
+        self._finalizer = weakref.finalize(self, _release, os.getpid(), fd, name)
 
     def cleanup(self) -> None:
         """Remove the folder now (otherwise when this object is collected)."""
         self._finalizer()
 
 
-def _release(fd: int, tmp: tempfile.TemporaryDirectory) -> None:
+def _release(owner: int, fd: int, name: str) -> None:
+    if os.getpid() != owner:  # a worker's inherited copy (see SpoolFolder.__init__)
+        return
     release_lock_fd(fd)
     os.close(fd)  # releases the lock
-    tmp.cleanup()
+    shutil.rmtree(name, ignore_errors=True)
 
 
 def spool_folder(parent: str | None = None) -> SpoolFolder:

@@ -6,6 +6,8 @@ so the report folder is the same byte for byte (Parquet: the same table)."""
 
 from __future__ import annotations
 
+import traceback
+
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -21,7 +23,8 @@ def test_replications_do_not_depend_on_jobs(tmp_path):
     for jobs in ("1", "2", "3"):
         result = CliRunner().invoke(main, ["run", *ARGS, "--jobs", jobs,
                                            "--out", str(tmp_path / jobs)])
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 0, (jobs, result.output,
+                                       "".join(traceback.format_exception(*result.exc_info)))
     for jobs in ("2", "3"):
         for name in ("summary.json", "report.md", "report.html", "tier_comparison.png"):
             assert (tmp_path / "1" / name).read_bytes() == (tmp_path / jobs / name).read_bytes(), \
