@@ -247,17 +247,19 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
                                   executor=pool)
         finally:
             progress.close()
-        if robust:
-            result.summary = _robust_summary(loaded, result.summary, cal, jobs, quiet)
-        headroom = None
-        if with_headroom:  # before the report is written: the report gives it too
-            from .sweep import run_headroom_line
+        with result:  # its spool files go once the report is written
+            if robust:
+                result.summary = _robust_summary(loaded, result.summary, cal, jobs, quiet)
+            headroom = None
+            if with_headroom:  # before the report is written: the report gives it too
+                from .sweep import run_headroom_line
 
-            headroom = run_headroom_line(scenario, overrides, result.summary.recommended.tier,
-                                         seed, pool, quiet=quiet)
-            rec = result.summary.recommended.model_copy(update={"headroom": headroom})
-            result.summary = result.summary.model_copy(update={"recommended": rec})
-        folder = write_report(result, out_dir, claimed)
+                headroom = run_headroom_line(scenario, overrides,
+                                             result.summary.recommended.tier, seed, pool,
+                                             quiet=quiet)
+                rec = result.summary.recommended.model_copy(update={"headroom": headroom})
+                result.summary = result.summary.model_copy(update={"recommended": rec})
+            folder = write_report(result, out_dir, claimed)
     if quiet:
         return
     click.echo("")

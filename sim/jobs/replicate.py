@@ -37,7 +37,8 @@ def replicate(scenario, *, replications: int = 1, seed: int | None = None,
     base = loaded.scenario.seed if seed is None else int(seed)
     out = []
     for r in range(replications):
-        summary = run(loaded, seed=replication_seed(base, r), jobs=jobs).summary
+        with run(loaded, seed=replication_seed(base, r), jobs=jobs) as result:
+            summary = result.summary
         out.append(summary)
         if on_done is not None:
             on_done(r, summary)

@@ -128,7 +128,8 @@ def _recommended(loaded: LoadedScenario, summary: RunSummary, values: dict[str, 
         from ..runner.run import run
 
         subset = replace(priced, tiers=tuple(t for t in loaded.tiers if t.name in rerun))
-        fresh = {t.tier: t for t in run(subset, jobs=jobs, records="none").summary.tiers}
+        with run(subset, jobs=jobs, records="none") as out:
+            fresh = {t.tier: t for t in out.summary.tiers}
         tiers = [fresh.get(t.tier, t) for t in tiers]
     tiers = [_priced(t, priced) for t in tiers]
     return recommend(tiers).tier

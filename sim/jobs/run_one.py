@@ -49,10 +49,10 @@ def simulate(spec: RunSpec, records_root: str | None = None) -> str:
     """
     from ..runner.run import run
 
-    out = run(check_spec_size(spec))
-    if records_root is not None:
-        _write_records(out, Path(records_root) / spec.run_id)
-    return out.summary.to_json()
+    with run(check_spec_size(spec)) as out:
+        if records_root is not None:
+            _write_records(out, Path(records_root) / spec.run_id)
+        return out.summary.to_json()
 
 
 def _write_records(out, folder: Path) -> None:

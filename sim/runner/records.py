@@ -164,6 +164,11 @@ class AttemptRecords:
         self.tier_names = [r.tier.name for r in results]
         self._written = written
 
+    def close(self) -> None:
+        """Remove the spool folder now (see :meth:`sim.runner.run.RunOutput.close`)."""
+        if self._folder is not None:
+            self._folder.cleanup()
+
     @property
     def written(self) -> Path | None:
         """The ``requests.parquet`` written while the run went on, if any."""

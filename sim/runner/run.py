@@ -84,6 +84,18 @@ class RunOutput:
         """One row per attempt of every tier (read from the spool: mind the size)."""
         return self.records.frame()
 
+    def close(self) -> None:
+        """Remove the run's spool files now (its attempt rows can no longer be read);
+        otherwise they go when the garbage collector frees this output, which may be
+        long after its last use. Also done on leaving a ``with`` block."""
+        self.records.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 @dataclass
 class TierParts:

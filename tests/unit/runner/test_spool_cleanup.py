@@ -79,3 +79,45 @@ def test_a_killed_runs_making_folder_goes_once_its_lock_is_free_a_live_ones_stay
         assert held.is_dir() and young.is_dir()
     finally:
         os.close(fd)
+
+
+def test_a_closed_run_output_has_removed_its_spool_at_once(tmp_path, monkeypatch):
+    """Not when the garbage collector gets to it (a run's output is freed by the cyclic
+    collector: a sweep's worker could fill the disk with spools meanwhile)."""
+    import gc
+    import tempfile
+
+    import sim
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gc.disable()
+    try:
+        with sim.run(None, overrides=["duration=30"], tiers=["RPC", "Search"]) as result:
+            assert len(list(tmp_path.glob(SPOOL_PREFIX + "*"))) == 1
+            assert len(result.attempts) > 0
+        assert not list(tmp_path.glob(SPOOL_PREFIX + "*"))
+    finally:
+        gc.enable()
+
+
+def test_capsim_run_removes_its_spool_once_the_report_is_written(tmp_path, monkeypatch):
+    import gc
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from sim.cli.main import main
+
+    spools = tmp_path / "tmp"
+    spools.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spools))
+    gc.disable()
+    try:
+        result = CliRunner().invoke(main, ["run", "--set", "duration=30", "--tier", "RPC",
+                                           "--tier", "Search", "-q",
+                                           "--out", str(tmp_path / "rep")])
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / "rep" / "requests.parquet").is_file()
+        assert not list(spools.glob(SPOOL_PREFIX + "*"))
+    finally:
+        gc.enable()
