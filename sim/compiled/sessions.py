@@ -45,7 +45,6 @@ class LoopWebsockets(Websockets):
         state["PT"] = np.zeros((n, TIMES_BLOCK))
         state["PL"] = np.zeros((n, 8), dtype=np.int64)
         self._copies = [self.publish_times(name) for name in names]
-        self._base = [0] * n  # the index in the stream's sequence of PT[b, 0]
         replaced()
 
     # -- the loop's copies -----------------------------------------------------------
@@ -64,9 +63,7 @@ class LoopWebsockets(Websockets):
     def refill(self, b: int) -> None:
         """The next block of stream ``b``'s times into PT (the loop consumed the last)."""
         PB, PT = self._state["PB"], self._state["PT"]
-        copy = self._copies[b]
-        self._base[b] += int(PB[b, pb.PB_LEN])
-        times = copy.take(TIMES_BLOCK)
+        times = self._copies[b].take(TIMES_BLOCK)
         k = len(times)
         PT[b, :k] = times
         if k < TIMES_BLOCK:
@@ -76,13 +73,12 @@ class LoopWebsockets(Websockets):
     def _position(self, st, b: int) -> None:
         """Point the loop at the time after ``st``'s next one (the one just scheduled)."""
         PB = self._state["PB"]
-        need = st.times.count + 1
-        k = need - self._base[b]
-        if k > PB[b, pb.PB_LEN]:  # past what PT holds: skip the copy to it
-            copy = self._copies[b]
-            copy.skip(need - self._base[b] - int(PB[b, pb.PB_LEN]))
-            self._base[b] = need - int(PB[b, pb.PB_LEN])  # so that refill starts at need
-            PB[b, pb.PB_NEXT] = PB[b, pb.PB_LEN]
+        n = int(PB[b, pb.PB_LEN])
+        copy = self._copies[b]
+        k = st.times.count + 1 - (copy.count - n)  # PT[b, 0] is time copy.count - n
+        if k > n:  # past what PT holds: skip the copy to it
+            copy.skip(k - n)
+            PB[b, pb.PB_NEXT] = n
             if not PB[b, pb.PB_DONE]:
                 self.refill(b)
             return
