@@ -369,6 +369,16 @@ def demand_once(f: dict) -> list[str]:
     return out
 
 
+def policy_adapter(f: dict) -> list[str]:
+    rows = [["`CULimiter.spend` (Python class)", f["python_us_per_spend"],
+             f["python_over_bare"], 1],
+            ["`ArrayLimiter.spend` (compiled function, thin adapter)",
+             f["adapter_us_per_spend"], f["adapter_over_bare"], f["adapter_over_python"]],
+            ["bare SimPy loop, per request", f["bare_us_per_request"], 1, None]]
+    return [f"{f['calls']:,} spends, medians of {f['repeat']} repeats.", ""] + table(
+        ["", "µs per call", "÷ bare request", "÷ Python class"], rows)
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -394,6 +404,13 @@ BENCHMARKS = [
               "scenario on the engine `--engine auto` chooses (named); compile and "
               "cache-load times; peak memory at about 0.5 and 20 million attempt rows "
               "(durations in seconds).", compiled),
+    Benchmark("policy_adapter", "A policy called from Python: class or compiled adapter",
+              "bench_policy_adapter.py",
+              "CPU per call of the limiter's `spend` as the SimPy model calls it (the Python "
+              "class) and through a thin adapter over the compiled engine's limiter "
+              "function (what the SimPy model, the emulator and calibration would pay if "
+              "the classes were adapters), with a bare SimPy loop's CPU per request from "
+              "the same repeat for scale.", policy_adapter),
     Benchmark("ws_publish", "Websocket publishing", "bench_ws_publish.py",
               "SimPy events and CPU of every tier's run, with the scenario's websocket clients "
               "and without them.", ws_publish),
