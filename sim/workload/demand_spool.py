@@ -74,8 +74,8 @@ def _read_ahead(f, groups: Iterator[int], left: list[np.ndarray], n: int
         if got >= want:
             break
     table = f.read_row_groups(ids)
-    cols = [np.concatenate([old, table.column(j).to_numpy()])
-            for j, old in enumerate(left)]
+    cols = [np.concatenate([old, table.column(j).to_numpy()]) if len(old)
+            else table.column(j).to_numpy() for j, old in enumerate(left)]
     del table
     pa.default_memory_pool().release_unused()  # Arrow's allocator would keep the blocks
     return cols
