@@ -17,10 +17,10 @@ from sim.runner.records import spool_folder
 
 
 def _open_collect_write(path: str) -> str:
-    f = open(path, "w")  # the lowest free number: the parent's lock's, if it were free
-    gc.collect()  # finalizes this process's copy of the parent's folder
-    f.write("rows")
-    f.close()  # flushes: fails if the number was closed under the file
+    with open(path, "w") as f:  # the lowest free number: the parent's lock's, if free
+        gc.collect()  # finalizes this process's copy of the parent's folder
+        f.write("rows")
+    # (leaving the block flushes: that fails if the number was closed under the file)
     return Path(path).read_text()
 
 
