@@ -163,11 +163,18 @@ class AttemptRecords:
         self._folder = folder  # keeps the spool files alive as long as this object
         self.tier_names = [r.tier.name for r in results]
         self._written = written
+        self._closed = False
 
     def close(self) -> None:
         """Remove the spool folder now (see :meth:`sim.runner.run.RunOutput.close`)."""
+        self._closed = True
         if self._folder is not None:
             self._folder.cleanup()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the run's output was closed: its attempt rows are gone "
+                               "(read them, or write the report, before closing it)")
 
     @property
     def written(self) -> Path | None:
@@ -176,6 +183,7 @@ class AttemptRecords:
 
     def frames(self):
         """``requests.parquet`` rows, one frame per spooled chunk, tier by tier."""
+        self._check_open()
         for i, r in enumerate(self.results):
             yield from tier_frames(self.plan, self.tier_names, i, r)
 
@@ -192,6 +200,7 @@ class AttemptRecords:
     def write_parquet(self, path: str | Path) -> int:
         """Write ``requests.parquet`` in row groups of about :data:`ROW_GROUP_ROWS`
         (zstd, dictionary), a few spooled chunks at a time; returns the rows written."""
+        self._check_open()
         if self._written is not None and self._written[0].exists():
             _link_or_copy(self._written[0], Path(path))
             return self._written[1]

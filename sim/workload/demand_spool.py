@@ -41,7 +41,8 @@ class SpooledPlan(Plan):
 
     def demand_blocks(self, slice_s: float = SLICE_S) -> Iterator[Demand]:
         """The spooled blocks, in order, read :data:`READ_ROWS` rows or more at a time
-        (a read of a row group costs about as much for 2,000 rows as for 60,000)."""
+        (a read of a row group costs about as much for 2,000 rows as for 60,000). A
+        block's arrays may be read-only views of what was read: copy before writing."""
         if slice_s != self.slice_s:
             raise ValueError(f"the demand was spooled by {self.slice_s:g} s blocks, "
                              f"not {slice_s:g} s")
@@ -53,6 +54,9 @@ class SpooledPlan(Plan):
             for n in self.block_rows:
                 if len(cols[0]) - at < n:  # a block is one row group, or several if large
                     cols, at = _read_ahead(f, groups, [c[at:] for c in cols], n), 0
+                    if len(cols[0]) < n:
+                        raise ValueError(f"the demand spool {self.demand_path} ends "
+                                         f"before its blocks do")
                 yield Demand(*(c[at:at + n] for c in cols))
                 at += n
 

@@ -112,7 +112,8 @@ STRESS = {
                  + _src("d", 1, key="nobody") + _src("e", 1, mix={"POST /v1/size": 1.0}))),
     # closed-loop workers (exponential think times) past a small window beside an
     # open-loop source, queueing on one connection of two streams: retries while the
-    # workers wait, requests drawn 256 at a time
+    # workers wait, requests drawn in chunks (256 at a time in the model, doubling in
+    # the compiled engine: test_worker_chunks_at_their_caps too)
     "closed-loop": dict(
         tiers=["Tiny"], duration=1200, top=TINY,
         tables=("[clients.default.http]\nmax_streams_per_conn = 2\nmax_connections = 1\n"),
@@ -369,6 +370,20 @@ def test_stress_scenarios_identical_rows(name, tmp_path):
         assert HTTP_434 in out or OK in out
     elif name == "several-accounts":
         assert CONN_430 in out and len(set(a["key"].tolist())) == 3
+
+
+@pytest.mark.parametrize("cap", [{"WORKER_CHUNK_MAX": 512},
+                                 {"WORKER_CHUNK_CELLS": 8}])  # every chunk 256
+def test_worker_chunks_at_their_caps(cap, tmp_path, monkeypatch):
+    """A worker's chunks doubling to a cap of 512 and held there, and held at 256 where
+    many workers would draw too much ahead: the model's rows either way."""
+    from sim.compiled import engine
+
+    for name, value in cap.items():
+        monkeypatch.setattr(engine, name, value)
+    path = tmp_path / "closed-loop.toml"
+    path.write_text(_texts()["closed-loop"], encoding="utf-8")
+    assert_same_runs(load(path), tmp_path)
 
 
 @pytest.mark.parametrize("name", ["ws-exhausted-close", "ws-open-loop"])

@@ -34,12 +34,13 @@ def wake_times(e: float, raw: np.ndarray) -> list[float]:
     ``e_(i-1) >= t_i / 2`` (Sterbenz), so two passes are the rule.
     """
     e_i = raw
-    while True:
+    for _ in range(len(raw) + 1):  # pass len(raw) has them all right (a NaN never settles)
         before = np.concatenate(([e], e_i[:-1]))
         again = before + (raw - before)
         if np.array_equal(again, e_i):
             return again.tolist()
         e_i = again
+    raise ValueError("publish times that do not settle (not finite?)")
 
 
 class PublishTimes:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from sim.runner.records import SPOOL_PREFIX, UNLOCKED_STALE_S, remove_stale_spools, spool_folder
 
 CHILD = """
@@ -96,14 +98,24 @@ def test_a_closed_run_output_has_removed_its_spool_at_once(tmp_path, monkeypatch
             assert len(list(tmp_path.glob(SPOOL_PREFIX + "*"))) == 1
             assert len(result.attempts) > 0
         assert not list(tmp_path.glob(SPOOL_PREFIX + "*"))
+        with pytest.raises(RuntimeError, match="output was closed"):
+            result.attempts  # noqa: B018 (a clear error, not a missing file)
+        with pytest.raises(RuntimeError, match="output was closed"):
+            result.write(tmp_path / "late")
+        assert not (tmp_path / "late" / "summary.json").exists()  # no half report
     finally:
         gc.enable()
 
 
-def test_capsim_run_removes_its_spool_once_the_report_is_written(tmp_path, monkeypatch):
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_capsim_run_removes_its_spool_once_the_report_is_written(tmp_path, monkeypatch,
+                                                                  jobs):
+    """With ``--jobs 2`` the parent writes ``requests.parquet`` into the spool as tiers
+    finish and the report links it: it must outlive the spool."""
     import gc
     import tempfile
 
+    import pandas as pd
     from click.testing import CliRunner
 
     from sim.cli.main import main
@@ -114,10 +126,11 @@ def test_capsim_run_removes_its_spool_once_the_report_is_written(tmp_path, monke
     gc.disable()
     try:
         result = CliRunner().invoke(main, ["run", "--set", "duration=30", "--tier", "RPC",
-                                           "--tier", "Search", "-q",
+                                           "--tier", "Search", "-q", "--jobs", jobs,
                                            "--out", str(tmp_path / "rep")])
         assert result.exit_code == 0, result.output
-        assert (tmp_path / "rep" / "requests.parquet").is_file()
         assert not list(spools.glob(SPOOL_PREFIX + "*"))
+        rows = pd.read_parquet(tmp_path / "rep" / "requests.parquet")
+        assert set(rows["tier"].astype(str)) == {"RPC", "Search"} and len(rows) > 100
     finally:
         gc.enable()

@@ -10,7 +10,10 @@ in CI after a ``--jobs 1`` run in the same process), and removed the parent's fo
 from __future__ import annotations
 
 import gc
+import multiprocessing
 from pathlib import Path
+
+import pytest
 
 from sim.core.workers import process_pool
 from sim.runner.records import spool_folder
@@ -24,6 +27,8 @@ def _open_collect_write(path: str) -> str:
     return Path(path).read_text()
 
 
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
+                    reason="a worker inherits its parent's objects only when forked")
 def test_a_worker_collecting_its_parents_spool_folder_touches_nothing(tmp_path):
     folder = spool_folder(str(tmp_path))
     name = folder.name

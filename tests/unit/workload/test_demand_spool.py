@@ -94,3 +94,37 @@ def test_a_run_reads_its_trace_once_however_many_tiers(tmp_path, monkeypatch, jo
     out = sim.run(_trace_plan(trace), records="none", jobs=jobs)
     assert len(out.summary.tiers) == 3
     assert len(passes) == 2
+
+
+@pytest.mark.parametrize("group_rows", [7, 1000, 4096])
+def test_blocks_read_ahead_across_reads_with_empty_blocks(tmp_path, monkeypatch, group_rows):
+    """Reads of 1,000 rows at least (``READ_ROWS`` made small): blocks carried over from
+    one read to the next, longer than a read, empty, at the file's end."""
+    from sim.workload import demand_spool
+    from sim.workload.demand import Demand
+
+    monkeypatch.setattr(demand_spool, "READ_ROWS", 1000)
+    loaded = load_scenario("workloads/mixed-bundle.toml", overrides=["duration=400"])
+    plan = build_plan(loaded)
+    rows = [np.concatenate([getattr(b, c) for b in plan.demand_blocks()]) for c in COLUMNS]
+    sizes = [0, 5, 0, 1500, 3, 0, 999, 2, 2500, 1, 0, 4000, 0]
+    assert sum(sizes) <= len(rows[0])
+    edges = np.cumsum([0, *sizes])
+    crafted = [Demand(*(r[a:b] for r in rows)) for a, b in zip(edges, edges[1:], strict=False)]
+    plan.demand_blocks = lambda *a, **k: iter(crafted)
+    spooled = spool_demand(plan, tmp_path, group_rows=group_rows)
+    read = list(spooled.demand_blocks())
+    assert [len(b) for b in read] == sizes
+    for a, b in zip(read, crafted, strict=True):
+        for c in COLUMNS:
+            x, y = getattr(a, c), getattr(b, c)
+            assert x.dtype == y.dtype, c
+            np.testing.assert_array_equal(x, y, err_msg=c)
+
+
+def test_a_spool_shorter_than_its_blocks_says_so(tmp_path):
+    loaded = load_scenario("workloads/mixed-bundle.toml", overrides=["duration=120"])
+    spooled = spool_demand(build_plan(loaded), tmp_path)
+    spooled.block_rows = (*spooled.block_rows, 10)
+    with pytest.raises(ValueError, match="ends before its blocks do"):
+        list(spooled.demand_blocks())
