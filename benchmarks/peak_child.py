@@ -6,12 +6,14 @@ from __future__ import annotations
 CHILD = """
 import resource, sys
 from sim.cli.main import main
+code = 1
 try:
-    main(sys.argv[1:], standalone_mode=False)
+    code = main(sys.argv[1:], standalone_mode=False)  # (an exit code it returns, not raises)
 finally:
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print("PEAK", me * 1024, kids * 1024)
+sys.exit(code if isinstance(code, int) else 0)
 """
 
 
