@@ -43,7 +43,7 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
         overrides: Iterable[str] | None = None, jobs: int = 1,
         progress: Progress | None = None, records: str = "attempts", replications: int = 1,
         replication_progress: Callable[[int, int], None] | None = None,
-        executor=None, engine: str = "auto") -> RunResult:
+        executor=None, engine: str = "auto", keep_rows: bool = True) -> RunResult:
     """Simulate ``scenario`` against its tiers (or ``tiers``, by name) and return the results.
 
     ``scenario`` is a TOML path, None for the built-in default, or a
@@ -71,13 +71,16 @@ def run(scenario: str | Path | LoadedScenario | None = None, *,
     ``engine``: ``"auto"`` (the compiled engine where it covers every feature of the
     scenario, else the SimPy model), ``"simpy"`` or ``"compiled"``
     (:func:`sim.compiled.choice.choose_engine`; the same rows either way).
+    ``keep_rows=False`` (with ``records`` ``"windows"`` or ``"none"``) removes each
+    tier's spooled rows once its summary is read: the temporary disk then holds one
+    tier's at a time, and ``attempts`` cannot be read.
     """
     from .runner.replications import check_replications, with_replications
 
     check_replications(replications)
     loaded = load_scenario(scenario, tiers=tiers, seed=seed, overrides=overrides)
     out = _run_loaded(loaded, jobs=jobs, progress=progress, records=records,
-                      executor=executor, engine=engine)
+                      executor=executor, engine=engine, keep_rows=keep_rows)
     out = with_replications(out, loaded, replications, jobs=jobs,
                             progress=replication_progress, executor=executor)
     return RunResult(**{f.name: getattr(out, f.name) for f in fields(out)})

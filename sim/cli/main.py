@@ -139,11 +139,11 @@ def main() -> None:
 
 
 def _check_size(loaded: LoadedScenario, max_requests: int | None, jobs: int = 1,
-                replications: int = 1):
+                replications: int = 1, keep_rows: bool = True):
     from ..workload.size_estimate import check
 
     size, warnings = check(loaded, max_requests=max_requests, jobs=jobs,
-                           replications=replications)
+                           replications=replications, keep_rows=keep_rows)
     for w in warnings:
         click.echo(f"capsim: warning: {w}", err=True)
     return size
@@ -228,7 +228,8 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
         overrides = (*cal.overrides, *overrides)
         robust = True
     loaded = _load(scenario, overrides, seed, tiers)
-    _check_size(loaded, max_requests, dask_local or jobs, replications)
+    keep_rows = records == "attempts"  # else a tier's rows go once it is summarised
+    _check_size(loaded, max_requests, dask_local or jobs, replications, keep_rows)
     chosen = choose_engine(loaded, engine)
     if not quiet:
         click.echo(f"engine: {chosen.engine} ({chosen.reason})", err=True)
@@ -242,7 +243,7 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
         try:
             result = run_scenario(loaded, jobs=jobs, progress=progress.tier_progress,
                                   records=records, replications=replications,
-                                  engine=chosen.engine,
+                                  engine=chosen.engine, keep_rows=keep_rows,
                                   replication_progress=progress.replication_progress,
                                   executor=pool)
         finally:

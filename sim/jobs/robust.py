@@ -128,7 +128,7 @@ def _recommended(loaded: LoadedScenario, summary: RunSummary, values: dict[str, 
         from ..runner.run import run
 
         subset = replace(priced, tiers=tuple(t for t in loaded.tiers if t.name in rerun))
-        with run(subset, jobs=jobs, records="none") as out:
+        with run(subset, jobs=jobs, records="none", keep_rows=False) as out:
             fresh = {t.tier: t for t in out.summary.tiers}
         tiers = [fresh.get(t.tier, t) for t in tiers]
     tiers = [_priced(t, priced) for t in tiers]

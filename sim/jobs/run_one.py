@@ -28,14 +28,15 @@ def load_spec(spec: RunSpec):
     return load_scenario(loaded, tiers=spec.tiers)
 
 
-def check_spec_size(spec: RunSpec, jobs: int = 1, warn=None):
+def check_spec_size(spec: RunSpec, jobs: int = 1, warn=None, keep_rows: bool = True):
     """``spec`` loaded, after the run-size guard of ``capsim run`` (memory, and the
     scenario's ``max_requests``): a :class:`~sim.core.errors.CapsimError` before any
-    demand is drawn for a run too large. ``warn(message)`` gets its warnings."""
+    demand is drawn for a run too large. ``warn(message)`` gets its warnings;
+    ``keep_rows``: whether the run keeps every tier's rows (the disk it needs)."""
     from ..workload.size_estimate import check
 
     loaded = load_spec(spec)
-    _, warnings = check(loaded, jobs=jobs)
+    _, warnings = check(loaded, jobs=jobs, keep_rows=keep_rows)
     for w in warnings if warn else ():
         warn(w)
     return loaded
@@ -49,7 +50,9 @@ def simulate(spec: RunSpec, records_root: str | None = None) -> str:
     """
     from ..runner.run import run
 
-    with run(check_spec_size(spec)) as out:
+    keep = records_root is not None  # its rows are written below, else not needed
+    with run(check_spec_size(spec, keep_rows=keep), records="attempts" if keep else "none",
+             keep_rows=keep) as out:
         if records_root is not None:
             _write_records(out, Path(records_root) / spec.run_id)
         return out.summary.to_json()

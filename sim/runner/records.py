@@ -157,13 +157,14 @@ class AttemptRecords:
     """
 
     def __init__(self, plan: Plan, results: list[TierResult], folder=None,
-                 written: tuple[Path, int] | None = None) -> None:
+                 written: tuple[Path, int] | None = None, kept: bool = True) -> None:
         self.plan = plan
         self.results = results
         self._folder = folder  # keeps the spool files alive as long as this object
         self.tier_names = [r.tier.name for r in results]
         self._written = written
         self._closed = False
+        self._kept = kept  # False: each tier's rows were removed once summarised
 
     def close(self) -> None:
         """Remove the spool folder now (see :meth:`sim.runner.run.RunOutput.close`)."""
@@ -172,6 +173,9 @@ class AttemptRecords:
             self._folder.cleanup()
 
     def _check_open(self) -> None:
+        if not self._kept:
+            raise RuntimeError("this run kept no attempt rows (keep_rows=False: each "
+                               "tier's were removed once its summary was read)")
         if self._closed:
             raise RuntimeError("the run's output was closed: its attempt rows are gone "
                                "(read them, or write the report, before closing it)")
@@ -208,6 +212,14 @@ class AttemptRecords:
             for i, r in enumerate(self.results):
                 writer.add_tier(i, r)
             return writer.close()
+
+
+def drop_tier_rows(result: TierResult) -> None:
+    """Remove a tier's spooled attempt and request rows (its summary and frames read)."""
+    for sink in (result.attempt_sink, result.request_sink):
+        path = getattr(sink, "path", None)  # (an in-memory sink has none)
+        if path is not None:
+            Path(path).unlink(missing_ok=True)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

@@ -40,7 +40,13 @@ from ..model.engine import TierResult
 from ..results.summary import Assumptions, PricingAssumption, RunSummary, SloSummary, TierSummary
 from ..workload.demand import Plan, build_plan
 from ..workload.demand_spool import SpooledPlan, spool_demand
-from .records import RECORDS, AttemptRecords, RequestsWriter, spool_folder
+from .records import (
+    RECORDS,
+    AttemptRecords,
+    RequestsWriter,
+    drop_tier_rows,
+    spool_folder,
+)
 
 MODEL_ASSUMPTIONS = (
     "Unknown API key: 401 (spec 5: response not shown).",
@@ -119,15 +125,20 @@ def tier_parts(result: TierResult, plan: Plan) -> TierParts:
                      slots_frame(result))
 
 
-def _run_tier(plan: Plan, tier: Tier, spool: str,
-              engine: str = "simpy") -> tuple[TierResult, TierParts]:
+def _run_tier(plan: Plan, tier: Tier, spool: str, engine: str = "simpy",
+              keep_rows: bool = True) -> tuple[TierResult, TierParts]:
     _check_reachable(plan, spool)
     result = tier_run_class(engine)(plan, tier, spool=spool).run()
-    return result, tier_parts(result, plan)
+    parts = tier_parts(result, plan)
+    if not keep_rows:
+        drop_tier_rows(result)
+    return result, parts
 
 
-def _run_tier_item(item: tuple[int, Plan, Tier, str, str]) -> tuple[TierResult, TierParts]:
-    """:func:`_run_tier` of an executor's item ``(index, plan, tier, spool, engine)``."""
+def _run_tier_item(item: tuple[int, Plan, Tier, str, str, bool]
+                   ) -> tuple[TierResult, TierParts]:
+    """:func:`_run_tier` of an executor's item ``(index, plan, tier, spool, engine,
+    keep_rows)``."""
     return _run_tier(*item[1:])
 
 
@@ -142,7 +153,7 @@ def _check_reachable(plan: Plan, spool: str) -> None:
             "path (point TMPDIR at a folder they share)", field="--dask-scheduler")
 
 
-def _tier_results(items: list[tuple[int, Plan, Tier, str, str]], jobs: int, executor
+def _tier_results(items: list[tuple[int, Plan, Tier, str, str, bool]], jobs: int, executor
                   ) -> Iterator[tuple[TierResult, TierParts]]:
     """Each tier's result and parts, in tier order, computed in ``executor`` (any
     :class:`sim.jobs.executors.Executor`) or, if None, a local pool of ``jobs`` processes."""
@@ -163,7 +174,8 @@ def _tier_results(items: list[tuple[int, Plan, Tier, str, str]], jobs: int, exec
 
 def run(loaded: LoadedScenario, *, jobs: int = 1,
         progress: Callable[[Tier, float], None] | None = None,
-        records: str = "attempts", executor=None, engine: str = "auto") -> RunOutput:
+        records: str = "attempts", executor=None, engine: str = "auto",
+        keep_rows: bool = True) -> RunOutput:
     """Simulate ``loaded`` against each of its tiers; ``progress(tier, sim_time)`` as it goes.
 
     Attempt rows are spooled to Parquet files as the tiers run (memory stays flat in run
@@ -175,9 +187,16 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
     simulate; a report copies it. The output is the same whichever runs the tiers.
     ``engine`` (``auto``, ``simpy`` or ``compiled``: :func:`sim.compiled.choice.choose_engine`)
     picks the engine; the same rows either way, and ``summary.engine`` says which ran.
+    ``keep_rows`` False removes each tier's spooled rows once its summary and frames are
+    computed, so the temporary disk holds one tier's at a time (one per worker) instead
+    of every tier's; the output then has no attempt rows to read (``records`` must not
+    be ``"attempts"``).
     """
     if records not in RECORDS:
         raise ValueError(f"records must be one of {', '.join(RECORDS)}, not {records!r}")
+    if not keep_rows and records == "attempts":
+        raise ValueError("records='attempts' writes the attempt rows: keep_rows=False "
+                         "would remove them")
     chosen = choose_engine(loaded, engine).engine
     tier_run = tier_run_class(chosen)
     folder = spool_folder()
@@ -188,7 +207,7 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         writer = (RequestsWriter(Path(folder.name) / "requests.parquet", plan, names)
                   if records == "attempts" else None)
         results, parts = [], []
-        items = [(i, plan, tier, spool, chosen)
+        items = [(i, plan, tier, spool, chosen, keep_rows)
                  for i, (tier, spool) in enumerate(zip(loaded.tiers, spools, strict=True))]
         with writer or nullcontext():
             for i, (result, part) in enumerate(_tier_results(items, jobs, executor)):
@@ -199,15 +218,19 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
                 if writer is not None:
                     writer.add_tier(i, result)
             written = None if writer is None else (writer.path, writer.close())
-        out = assemble(plan, results, folder, parts=parts, written=written, engine=chosen)
+        out = assemble(plan, results, folder, parts=parts, written=written, engine=chosen,
+                       rows_kept=keep_rows)
     else:
-        results = []
+        results, parts = [], []
         for tier, spool in zip(loaded.tiers, spools, strict=True):
             cb = (lambda now, tier=tier: progress(tier, now)) if progress else None
             results.append(tier_run(plan, tier, cb, spool=spool).run())
+            parts.append(tier_parts(results[-1], plan))
+            if not keep_rows:
+                drop_tier_rows(results[-1])
             if progress:
                 progress(tier, loaded.scenario.duration_s)
-        out = assemble(plan, results, folder, engine=chosen)
+        out = assemble(plan, results, folder, parts=parts, engine=chosen, rows_kept=keep_rows)
     out.records_mode = records
     return out
 
@@ -223,7 +246,8 @@ def shared_plan(plan: Plan, folder: str, tiers: int) -> Plan:
 
 def assemble(plan: Plan, results: list[TierResult], folder=None,
              parts: list[TierParts] | None = None,
-             written: tuple[Path, int] | None = None, engine: str = "simpy") -> RunOutput:
+             written: tuple[Path, int] | None = None, engine: str = "simpy",
+             rows_kept: bool = True) -> RunOutput:
     """Summaries and frames from the tiers' results (``folder``: their spool folder;
     ``parts``: their :class:`TierParts` if already computed; ``written``: their
     ``requests.parquet`` if already written, and its rows)."""
@@ -241,7 +265,7 @@ def assemble(plan: Plan, results: list[TierResult], folder=None,
     for frame in (windows, streams):
         if len(frame.columns):
             frame["tier"] = pd.Categorical(frame["tier"].astype(str), categories=names)
-    records = AttemptRecords(plan, results, folder, written=written)
+    records = AttemptRecords(plan, results, folder, written=written, kept=rows_kept)
     return RunOutput(summary_document(plan, [p.summary for p in parts], engine), records,
                      windows, latencies, streams, slots, minutes, refused)
 

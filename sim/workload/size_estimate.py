@@ -43,10 +43,12 @@ request, exceeds :data:`SAFETY_FRACTION` of the memory available, or the
 ``max_attempts``, which :func:`check` reports as a warning.
 
 The spools are on disk, not in memory, and every tier's stays until the report is
-written: :func:`check` also refuses a run whose spools (``tiers x (attempts + requests) x
-SPOOL_BYTES_PER_ROW``, plus the open-loop demand drawn once for every tier,
-``DEMAND_BYTES_PER_ROW`` a request) exceed :data:`SAFETY_FRACTION` of the free space of
-the temporary folder (``TMPDIR``), and warns when retries could.
+written (unless the report takes no attempt rows: ``capsim run --records windows|none``
+keeps one tier's at a time per worker): :func:`check` also refuses a run whose spools
+(``tiers x (attempts + requests) x SPOOL_BYTES_PER_ROW``, plus the open-loop demand
+drawn once for every tier, ``DEMAND_BYTES_PER_ROW`` a request) exceed
+:data:`SAFETY_FRACTION` of the free space of the temporary folder (``TMPDIR``), and warns
+when retries could.
 
 ``capsim run --replications N`` simulates the run N times: the ``--max-requests`` /
 ``max_requests`` limit counts N times the requests per tier; memory counts one
@@ -139,6 +141,9 @@ class SizeEstimate:
     replications: int = 1
     """``capsim run --replications N``: the run N times over (one replication at a time
     in memory, each in its worker process with ``--jobs``)."""
+    kept: bool = True
+    """Whether every tier's spooled rows stay until the report is written (``capsim run
+    --records attempts``); otherwise a tier's go once its summary is read."""
 
     @property
     def requests(self) -> float:
@@ -180,7 +185,9 @@ class SizeEstimate:
         # The open-loop demand, drawn once for every tier (sim.workload.demand_spool).
         drawn = sum(s.requests for s in self.sources if s.kind in ("arrival", "trace"))
         demand = drawn * DEMAND_BYTES_PER_ROW if self.tiers > 1 else 0.0
-        return (self.tiers + others) * (attempts + self.requests) * SPOOL_BYTES_PER_ROW + demand
+        # Rows not kept for the report: one tier's at a time, or one per worker.
+        tiers = self.tiers if self.kept else min(self.tiers, max(1, self.jobs))
+        return (tiers + others) * (attempts + self.requests) * SPOOL_BYTES_PER_ROW + demand
 
     def describe(self) -> str:
         """``about 3.6e08 requests per tier (arrival 'a': 3.6e08) on 9 tier(s)``."""
@@ -406,7 +413,7 @@ def free_spool_disk() -> tuple[str, int | None]:
 
 def check(loaded: LoadedScenario, *, max_requests: int | None = None, jobs: int = 1,
           available: int | None = None, disk_free: int | None = None,
-          replications: int = 1) -> tuple[SizeEstimate, list[str]]:
+          replications: int = 1, keep_rows: bool = True) -> tuple[SizeEstimate, list[str]]:
     """Refuse a run too large for the machine (its memory, or the temporary disk its
     spools need) or the limit; return the estimate and warnings (a run that fits unless
     retries multiply its attempts).
@@ -414,9 +421,11 @@ def check(loaded: LoadedScenario, *, max_requests: int | None = None, jobs: int 
     ``max_requests`` (``--max-requests``) wins over the scenario's ``max_requests``;
     ``available`` defaults to :func:`available_memory_bytes`, ``disk_free`` to the free
     bytes of :func:`free_spool_disk`. With ``replications`` N, the limit counts N times
-    the requests simulated per tier (every replication simulates them).
+    the requests simulated per tier (every replication simulates them). ``keep_rows``
+    False: the run removes each tier's rows once its summary is read
+    (:func:`sim.runner.run.run`), so its spools need one tier's disk per worker.
     """
-    size = estimate(loaded, jobs, replications)
+    size = replace(estimate(loaded, jobs, replications), kept=keep_rows)
     limit = max_requests if max_requests is not None else loaded.scenario.max_requests
     change = ("shorten the duration (--set duration=...), lower the rates, simulate fewer "
               "tiers (--tier)" + (", run fewer replications (--replications)"

@@ -286,6 +286,37 @@ def test_the_cli_refuses_a_run_for_the_disk_before_drawing(tmp_path, monkeypatch
     assert not out.exists()
 
 
+def test_rows_not_kept_need_one_tier_of_spool_per_worker():
+    """``keep_rows=False`` (``capsim run --records windows|none``): a tier's rows go once
+    it is summarised, so the disk holds one tier's at a time per worker instead of every
+    tier's; the demand spool, drawn once for all tiers, is the same either way."""
+    loaded = _loaded(POISSON_10, tiers='["RPC", "Search", "Streams", "All 3 APIs", '
+                                       '"Professional bundle"]')
+    tiers = len(loaded.tiers)
+    need = {(kept, jobs): check(loaded, jobs=jobs, keep_rows=kept)[0].disk_bytes_needed()
+            for kept in (True, False) for jobs in (1, 2, 99)}
+    per_tier = need[False, 2] - need[False, 1]
+    assert per_tier > 0
+    assert need[True, 1] - need[False, 1] == pytest.approx((tiers - 1) * per_tier)
+    assert need[True, 2] == need[True, 1]  # every tier's kept, whatever the workers
+    assert need[False, 99] == pytest.approx(need[True, 1])  # a worker for every tier
+
+
+def test_the_cli_lets_a_run_through_when_its_report_takes_no_rows(tmp_path, monkeypatch):
+    """The run refused above for the disk (1.8 GiB of spools, 1 GiB free) passes the
+    guard with ``--records windows`` (one tier's rows at a time): it goes on to draw."""
+    monkeypatch.setattr(size_estimate, "available_memory_bytes", lambda: 64 * GIB)
+    monkeypatch.setattr(size_estimate, "free_spool_disk", lambda: ("/spool", GIB))
+    _never_draw(monkeypatch)
+    path = write_scenario(tmp_path, BIG.replace("1e5", "1e3"), filename="big.toml")
+    args = ["run", str(path), "--out", str(tmp_path / "out"), "-q"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "temporary disk" in refused.output
+    through = CliRunner().invoke(main, [*args, "--records", "windows"])
+    assert isinstance(through.exception, AssertionError)
+    assert str(through.exception) == "demand was drawn"
+
+
 def test_the_summary_s_memory_stops_growing_where_its_columns_spill():
     from sim.metrics import stream_stats
 
