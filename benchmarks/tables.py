@@ -463,6 +463,13 @@ BENCHMARKS = [
               "Wall time and memory of replaying a trace of 400 requests/s (by default a "
               "day) against every tier with `--jobs 2 --records windows`, against a "
               "synthetic source of the same rate.", replay_day),
+    Benchmark("replay_week", "A week of recorded traffic on every tier", "bench_replay_day.py",
+              "The same benchmark for a week (issue 31's aim: a busy account's week on nine "
+              "tiers within an hour on this machine). With `--records windows` a tier's "
+              "spooled rows go once its summary is read, so the temporary disk holds two "
+              "tiers' at a time, not nine.", replay_day,
+              args="--hours 168 --jobs 2 --no-floor --engine auto --simpy-hours 0 "
+                   "--json benchmarks/results/replay_week.json"),
     Benchmark("replay_hour", "An hour of recorded traffic on every tier, against its floor",
               "bench_replay_day.py",
               "The same benchmark for one hour, with its floor (a synthetic Poisson source "
