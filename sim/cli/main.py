@@ -229,7 +229,9 @@ def run(scenario, tiers, seed, out, jobs, dask_scheduler, dask_local, quiet, wit
         robust = True
     loaded = _load(scenario, overrides, seed, tiers)
     keep_rows = records == "attempts"  # else a tier's rows go once it is summarised
-    _check_size(loaded, max_requests, dask_local or jobs, replications, keep_rows)
+    # (a remote cluster may run every tier at once into the shared TMPDIR: count them all)
+    _check_size(loaded, max_requests, dask_local or jobs, replications,
+                keep_rows or bool(dask_scheduler))
     chosen = choose_engine(loaded, engine)
     if not quiet:
         click.echo(f"engine: {chosen.engine} ({chosen.reason})", err=True)

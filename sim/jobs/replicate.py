@@ -37,7 +37,8 @@ def replicate(scenario, *, replications: int = 1, seed: int | None = None,
     base = loaded.scenario.seed if seed is None else int(seed)
     out = []
     for r in range(replications):
-        with run(loaded, seed=replication_seed(base, r), jobs=jobs) as result:
+        with run(loaded, seed=replication_seed(base, r), jobs=jobs, records="none",
+                 keep_rows=False) as result:  # (only the summary is used)
             summary = result.summary
         out.append(summary)
         if on_done is not None:

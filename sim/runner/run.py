@@ -225,11 +225,11 @@ def run(loaded: LoadedScenario, *, jobs: int = 1,
         for tier, spool in zip(loaded.tiers, spools, strict=True):
             cb = (lambda now, tier=tier: progress(tier, now)) if progress else None
             results.append(tier_run(plan, tier, cb, spool=spool).run())
+            if progress:
+                progress(tier, loaded.scenario.duration_s)
             parts.append(tier_parts(results[-1], plan))
             if not keep_rows:
                 drop_tier_rows(results[-1])
-            if progress:
-                progress(tier, loaded.scenario.duration_s)
         out = assemble(plan, results, folder, parts=parts, engine=chosen, rows_kept=keep_rows)
     out.records_mode = records
     return out

@@ -315,6 +315,10 @@ def test_the_cli_lets_a_run_through_when_its_report_takes_no_rows(tmp_path, monk
     through = CliRunner().invoke(main, [*args, "--records", "windows"])
     assert isinstance(through.exception, AssertionError)
     assert str(through.exception) == "demand was drawn"
+    # a remote cluster may run every tier at once into the shared TMPDIR: all counted
+    remote = CliRunner().invoke(main, [*args, "--records", "windows",
+                                       "--dask-scheduler", "tcp://127.0.0.1:9"])
+    assert remote.exit_code == 2 and "temporary disk" in remote.output
 
 
 def test_the_summary_s_memory_stops_growing_where_its_columns_spill():
